@@ -1,0 +1,947 @@
+//! Parser adapter: turns a command line into flat [`Part`]s with brush-parser.
+//!
+//! Every simple command anywhere in the program (in lists, pipelines,
+//! background jobs, brace groups, loops, conditionals, function bodies,
+//! subshells, command and process substitutions, heredoc bodies that expand,
+//! `eval`/`sh -c` scripts) becomes one [`Part`]. Constructs that cannot be
+//! analysed statically are recorded with the node-type names of
+//! tree-sitter-bash used by the reference (`command_substitution`,
+//! `subshell`, ...); the first one found in pre-order is reported.
+
+use brush_parser::ast;
+use brush_parser::word::{
+    self, Parameter, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource,
+};
+use brush_parser::{Parser, ParserOptions};
+
+/// Maximum nesting of substitutions / nested scripts we follow before giving up.
+const MAX_DEPTH: usize = 12;
+/// Longest command we analyse; longer ones are a parse failure (ask).
+pub(crate) const MAX_LEN: usize = 64 * 1024;
+
+/// One shell word as written and, when it is static, as the shell sees it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Word {
+    /// The source text (quotes included).
+    pub raw: String,
+    /// The word after quote removal, `None` when it contains an expansion
+    /// or substitution whose value we cannot know (`$X`, `$(..)`, `~user`).
+    pub value: Option<String>,
+    /// The value starts with an unquoted `~` (or `$HOME`) that the shell expands.
+    pub tilde: bool,
+    /// Unquoted glob characters (`*`, `?`, `[`) occur.
+    pub glob: bool,
+    /// An unquoted `{` occurs (possible brace expansion).
+    pub brace: bool,
+}
+
+impl Word {
+    /// The value, or the raw text for a dynamic word.
+    pub fn text(&self) -> &str {
+        self.value.as_deref().unwrap_or(&self.raw)
+    }
+    /// The value when it is a static path we can resolve.
+    pub fn path(&self) -> Option<String> {
+        if self.brace {
+            return None;
+        }
+        let v = self.value.as_ref()?;
+        // A quoted `~` is a literal directory name, not the home directory.
+        if v.starts_with('~') && !self.tilde {
+            return Some(format!("./{v}"));
+        }
+        Some(v.clone())
+    }
+}
+
+/// What a redirection does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RedirKind {
+    /// `<`: reads a file.
+    Read,
+    /// `>`, `>>`, `>|`, `<>`, `&>`, `&>>`, `>&file`: writes a file.
+    Write,
+}
+
+/// A redirection to or from a named file.
+#[derive(Clone, Debug)]
+pub(crate) struct Redirect {
+    pub kind: RedirKind,
+    pub target: Word,
+}
+
+impl Redirect {
+    /// Writes to `/dev/null` only (harmless).
+    pub fn is_dev_null(&self) -> bool {
+        self.target.value.as_deref() == Some("/dev/null")
+    }
+}
+
+/// One simple command.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Part {
+    /// Leading `NAME=value` assignments: (name, raw text).
+    pub assigns: Vec<(String, String)>,
+    /// The command name and its arguments.
+    pub words: Vec<Word>,
+    /// Redirections to or from files (descriptor duplications are omitted).
+    pub redirects: Vec<Redirect>,
+    /// The effective working directory for relative paths: `None` when a
+    /// preceding `cd` made it unknowable.
+    pub cwd: Option<String>,
+    /// Found inside a substitution or a nested script, not at top level.
+    pub nested: bool,
+}
+
+impl Part {
+    /// The source-like text: assignments and words joined by one space.
+    pub fn text(&self) -> String {
+        let mut out: Vec<&str> = self.assigns.iter().map(|(_, raw)| raw.as_str()).collect();
+        out.extend(self.words.iter().map(|w| w.raw.as_str()));
+        out.join(" ")
+    }
+    /// The words alone (no assignments), joined by one space.
+    pub fn words_text(&self) -> String {
+        let v: Vec<&str> = self.words.iter().map(|w| w.raw.as_str()).collect();
+        v.join(" ")
+    }
+}
+
+/// The result of analysing one command line.
+#[derive(Debug, Default)]
+pub(crate) struct Analysis {
+    /// Every simple command, in source order (nested ones after their host).
+    pub parts: Vec<Part>,
+    /// First construct that cannot be analysed statically (reference node name).
+    pub dynamic: Option<&'static str>,
+    /// The command (or a nested script) could not be parsed.
+    pub parse_error: bool,
+}
+
+/// Parses `command` and flattens it. Never panics; failures set `parse_error`.
+pub(crate) fn analyse(command: &str, cwd: &str, home: &str) -> Analysis {
+    let mut w = Walker {
+        out: Analysis::default(),
+        depth: 0,
+        cwd: Some(cwd.to_string()),
+        home: home.to_string(),
+        nested: false,
+    };
+    if command.len() > MAX_LEN {
+        w.out.parse_error = true;
+        return w.out;
+    }
+    w.program(command);
+    w.out
+}
+
+fn options() -> ParserOptions {
+    ParserOptions::default()
+}
+
+struct Walker {
+    out: Analysis,
+    depth: usize,
+    cwd: Option<String>,
+    home: String,
+    nested: bool,
+}
+
+impl Walker {
+    fn flag(&mut self, kind: &'static str) {
+        if self.out.dynamic.is_none() {
+            self.out.dynamic = Some(kind);
+        }
+    }
+
+    fn program(&mut self, src: &str) {
+        if self.depth > MAX_DEPTH {
+            self.out.parse_error = true;
+            return;
+        }
+        let parsed = std::panic::catch_unwind(|| {
+            let mut p = Parser::new(std::io::Cursor::new(src.as_bytes()), &options());
+            p.parse_program()
+        });
+        match parsed {
+            Ok(Ok(prog)) => {
+                for cc in &prog.complete_commands {
+                    self.list(cc);
+                }
+            }
+            _ => self.out.parse_error = true,
+        }
+    }
+
+    /// Parses a nested script (substitution body, `sh -c` string, eval text).
+    fn nested_program(&mut self, src: &str) {
+        let (saved_nested, saved_cwd) = (self.nested, self.cwd.clone());
+        self.nested = true;
+        self.depth += 1;
+        self.program(src);
+        self.depth -= 1;
+        self.nested = saved_nested;
+        self.cwd = saved_cwd;
+    }
+
+    fn list(&mut self, l: &ast::CompoundList) {
+        for item in &l.0 {
+            for (_, pipeline) in item.0.iter() {
+                for cmd in &pipeline.seq {
+                    self.command(cmd);
+                }
+            }
+        }
+    }
+
+    fn command(&mut self, cmd: &ast::Command) {
+        match cmd {
+            ast::Command::Simple(s) => self.simple(s),
+            ast::Command::Compound(c, redirs) => {
+                let first = self.out.parts.len();
+                self.compound(c);
+                if let Some(r) = redirs {
+                    self.attach_redirects(first, &r.0);
+                }
+            }
+            ast::Command::Function(f) => {
+                self.flag("function_definition");
+                let first = self.out.parts.len();
+                self.compound(&f.body.0);
+                if let Some(r) = &f.body.1 {
+                    self.attach_redirects(first, &r.0);
+                }
+            }
+            ast::Command::ExtendedTest(t, redirs) => {
+                self.flag("test_command");
+                self.ext_test(&t.expr);
+                let first = self.out.parts.len();
+                // Give the redirections a carrier so their targets are judged.
+                self.push_part(Part {
+                    words: vec![static_word("[[")],
+                    ..Part::default()
+                });
+                if let Some(r) = redirs {
+                    self.attach_redirects(first, &r.0);
+                }
+            }
+        }
+    }
+
+    fn attach_redirects(&mut self, first: usize, redirs: &[ast::IoRedirect]) {
+        let mut collected = Vec::new();
+        for r in redirs {
+            if let Some(x) = self.redirect(r) {
+                collected.push(x);
+            }
+        }
+        if collected.is_empty() {
+            return;
+        }
+        if first == self.out.parts.len() {
+            self.push_part(Part::default());
+        }
+        for p in &mut self.out.parts[first..] {
+            p.redirects.extend(collected.iter().cloned());
+        }
+    }
+
+    fn ext_test(&mut self, e: &ast::ExtendedTestExpr) {
+        use ast::ExtendedTestExpr as E;
+        match e {
+            E::And(a, b) | E::Or(a, b) => {
+                self.ext_test(a);
+                self.ext_test(b);
+            }
+            E::Not(a) | E::Parenthesized(a) => self.ext_test(a),
+            E::UnaryTest(_, w) => {
+                self.word(w);
+            }
+            E::BinaryTest(_, a, b) => {
+                self.word(a);
+                self.word(b);
+            }
+        }
+    }
+
+    fn compound(&mut self, c: &ast::CompoundCommand) {
+        use ast::CompoundCommand as C;
+        match c {
+            C::Arithmetic(a) => {
+                self.arith(&a.expr.value);
+                self.push_part(Part {
+                    words: vec![static_word("((")],
+                    ..Part::default()
+                });
+            }
+            C::ArithmeticForClause(f) => {
+                self.flag("for_statement");
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.arith(&e.value);
+                }
+                self.list(&f.body.list);
+            }
+            C::BraceGroup(b) => self.list(&b.list),
+            C::Subshell(s) => {
+                self.flag("subshell");
+                let cwd = self.cwd.clone();
+                self.list(&s.list);
+                self.cwd = cwd;
+            }
+            C::ForClause(f) => {
+                self.flag("for_statement");
+                for w in f.values.iter().flatten() {
+                    self.word(w);
+                }
+                self.list(&f.body.list);
+            }
+            C::CaseClause(cc) => {
+                self.flag("case_statement");
+                self.word(&cc.value);
+                for item in &cc.cases {
+                    for p in &item.patterns {
+                        self.word(p);
+                    }
+                    if let Some(cmd) = &item.cmd {
+                        self.list(cmd);
+                    }
+                }
+            }
+            C::IfClause(i) => {
+                self.flag("if_statement");
+                self.list(&i.condition);
+                self.list(&i.then);
+                for e in i.elses.iter().flatten() {
+                    if let Some(cond) = &e.condition {
+                        self.list(cond);
+                    }
+                    self.list(&e.body);
+                }
+            }
+            C::WhileClause(w) => {
+                self.flag("while_statement");
+                self.list(&w.0);
+                self.list(&w.1.list);
+            }
+            C::UntilClause(w) => {
+                self.flag("until_statement");
+                self.list(&w.0);
+                self.list(&w.1.list);
+            }
+            C::Coprocess(c) => {
+                // Runs asynchronously in a subshell.
+                self.flag("subshell");
+                let cwd = self.cwd.clone();
+                self.command(&c.body);
+                self.cwd = cwd;
+            }
+        }
+    }
+
+    fn push_part(&mut self, mut p: Part) {
+        p.cwd = self.cwd.clone();
+        p.nested = self.nested;
+        self.track_cd(&p);
+        self.out.parts.push(p);
+    }
+
+    /// Follows `cd`/`pushd`/`popd` so later relative paths resolve correctly.
+    fn track_cd(&mut self, p: &Part) {
+        let Some(name) = p.words.first().and_then(|w| w.value.as_deref()) else {
+            return;
+        };
+        match name {
+            "cd" | "pushd" => {
+                let args: Vec<&Word> = p.words[1..]
+                    .iter()
+                    .filter(|w| !w.text().starts_with('-'))
+                    .collect();
+                self.cwd = match (args.first(), &self.cwd) {
+                    (None, _) if name == "cd" => Some(self.home.clone()),
+                    (Some(w), Some(cur)) => w
+                        .path()
+                        .map(|d| toolhost_policy::normalize(&d, cur, &self.home)),
+                    _ => None,
+                };
+            }
+            "popd" => self.cwd = None,
+            _ => {}
+        }
+    }
+
+    fn simple(&mut self, s: &ast::SimpleCommand) {
+        let mut part = Part::default();
+        let mut items: Vec<&ast::CommandPrefixOrSuffixItem> = Vec::new();
+        if let Some(pre) = &s.prefix {
+            items.extend(pre.0.iter());
+        }
+        let prefix_len = items.len();
+        if let Some(suf) = &s.suffix {
+            items.extend(suf.0.iter());
+        }
+        let mut name_done = false;
+        for (i, item) in items.iter().enumerate() {
+            if i == prefix_len && !name_done {
+                if let Some(n) = &s.word_or_name {
+                    let w = self.word(n);
+                    part.words.push(w);
+                }
+                name_done = true;
+            }
+            match item {
+                ast::CommandPrefixOrSuffixItem::IoRedirect(r) => {
+                    if let Some(x) = self.redirect(r) {
+                        part.redirects.push(x);
+                    }
+                }
+                ast::CommandPrefixOrSuffixItem::Word(w) => {
+                    let w = self.word(w);
+                    part.words.push(w);
+                }
+                ast::CommandPrefixOrSuffixItem::AssignmentWord(a, raw) => {
+                    self.assignment(a);
+                    if i < prefix_len {
+                        part.assigns.push((assignment_name(a), raw.value.clone()));
+                    } else {
+                        let w = self.word(raw);
+                        part.words.push(w);
+                    }
+                }
+                ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
+                    self.flag("process_substitution");
+                    part.words.push(Word {
+                        raw: "<(...)".into(),
+                        ..Word::default()
+                    });
+                    self.nested_list(&sub.list);
+                }
+            }
+        }
+        if !name_done && let Some(n) = &s.word_or_name {
+            let w = self.word(n);
+            part.words.push(w);
+        }
+        if let Some(first) = part.words.first()
+            && first.value.as_deref() == Some("[")
+        {
+            self.flag("test_command");
+        }
+        let nested_script = nested_script(&part);
+        let host_index = self.out.parts.len();
+        self.push_part(part);
+        match nested_script {
+            Some(Some(script)) => {
+                let cwd = self.cwd.clone();
+                self.nested_program(&script);
+                self.cwd = cwd;
+            }
+            Some(None) => {
+                // `eval "$x"`, `sh -c "$x"`: the script is not knowable.
+                if let Some(p) = self.out.parts.get_mut(host_index)
+                    && let Some(w) = p.words.first_mut()
+                {
+                    w.value = None;
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn nested_list(&mut self, l: &ast::CompoundList) {
+        let (saved_nested, saved_cwd) = (self.nested, self.cwd.clone());
+        self.nested = true;
+        self.list(l);
+        self.nested = saved_nested;
+        self.cwd = saved_cwd;
+    }
+
+    fn assignment(&mut self, a: &ast::Assignment) {
+        if let ast::AssignmentName::ArrayElementName(_, idx) = &a.name {
+            self.arith(idx);
+        }
+        match &a.value {
+            ast::AssignmentValue::Scalar(w) => {
+                self.word(w);
+            }
+            ast::AssignmentValue::Array(items) => {
+                for (k, v) in items {
+                    if let Some(k) = k {
+                        self.word(k);
+                    }
+                    self.word(v);
+                }
+            }
+        }
+    }
+
+    fn redirect(&mut self, r: &ast::IoRedirect) -> Option<Redirect> {
+        use ast::{IoFileRedirectKind as K, IoFileRedirectTarget as T, IoRedirect as R};
+        match r {
+            R::File(_, kind, target) => match target {
+                T::Filename(w) => {
+                    let word = self.word(w);
+                    let kind = match kind {
+                        K::Read | K::DuplicateInput => RedirKind::Read,
+                        _ => RedirKind::Write,
+                    };
+                    Some(Redirect { kind, target: word })
+                }
+                T::Fd(_) => None,
+                T::Duplicate(w) => {
+                    let word = self.word(w);
+                    let v = word.value.clone().unwrap_or_default();
+                    let is_fd = !v.is_empty()
+                        && v.trim_end_matches('-').chars().all(|c| c.is_ascii_digit());
+                    if is_fd || v == "-" {
+                        None
+                    } else if matches!(kind, K::DuplicateOutput) {
+                        // `>&file` writes stdout and stderr to `file`.
+                        Some(Redirect {
+                            kind: RedirKind::Write,
+                            target: word,
+                        })
+                    } else {
+                        Some(Redirect {
+                            kind: RedirKind::Read,
+                            target: word,
+                        })
+                    }
+                }
+                T::ProcessSubstitution(_, sub) => {
+                    self.flag("process_substitution");
+                    self.nested_list(&sub.list);
+                    None
+                }
+            },
+            R::OutputAndError(w, _) => {
+                let word = self.word(w);
+                Some(Redirect {
+                    kind: RedirKind::Write,
+                    target: word,
+                })
+            }
+            R::HereString(_, w) => {
+                self.word(w);
+                None
+            }
+            R::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    match word::parse_heredoc(&doc.doc.value, &options()) {
+                        Ok(pieces) => {
+                            let mut st = WordState::default();
+                            self.pieces(&doc.doc.value, &pieces, &mut st, true);
+                        }
+                        Err(_) => self.out.parse_error = true,
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Analyses an arithmetic expression's text for substitutions.
+    fn arith(&mut self, text: &str) {
+        if !(text.contains('$') || text.contains('`')) {
+            return;
+        }
+        match word::parse(text, &options()) {
+            Ok(pieces) => {
+                let mut st = WordState::default();
+                self.pieces(text, &pieces, &mut st, true);
+            }
+            Err(_) => {
+                if text.contains("$(") || text.contains('`') {
+                    self.flag("command_substitution");
+                }
+                self.out.parse_error = true;
+            }
+        }
+    }
+
+    /// Parses a word into its value, recording dynamic pieces.
+    fn word(&mut self, w: &ast::Word) -> Word {
+        let raw = w.value.clone();
+        match word::parse(&raw, &options()) {
+            Ok(pieces) => {
+                let mut st = WordState::default();
+                self.pieces(&raw, &pieces, &mut st, false);
+                Word {
+                    value: if st.dynamic { None } else { Some(st.value) },
+                    tilde: st.tilde,
+                    glob: st.glob,
+                    brace: st.brace,
+                    raw,
+                }
+            }
+            Err(_) => {
+                self.out.parse_error = true;
+                Word {
+                    raw,
+                    ..Word::default()
+                }
+            }
+        }
+    }
+
+    fn pieces(
+        &mut self,
+        src: &str,
+        pieces: &[WordPieceWithSource],
+        st: &mut WordState,
+        in_dq: bool,
+    ) {
+        for p in pieces {
+            let piece_src = src.get(p.start_index..p.end_index).unwrap_or("");
+            self.piece(src, piece_src, &p.piece, st, in_dq);
+        }
+    }
+
+    fn piece(
+        &mut self,
+        src: &str,
+        piece_src: &str,
+        p: &WordPiece,
+        st: &mut WordState,
+        in_dq: bool,
+    ) {
+        match p {
+            WordPiece::Text(s) => {
+                if !in_dq {
+                    if s.contains(['*', '?', '[']) {
+                        st.glob = true;
+                    }
+                    if s.contains('{') {
+                        st.brace = true;
+                    }
+                }
+                st.value.push_str(s);
+            }
+            WordPiece::SingleQuotedText(s) => st.value.push_str(s),
+            WordPiece::AnsiCQuotedText(s) => match decode_ansi_c(s) {
+                Some(d) => st.value.push_str(&d),
+                None => st.dynamic = true,
+            },
+            WordPiece::DoubleQuotedSequence(inner)
+            | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                self.pieces(src, inner, st, true);
+            }
+            WordPiece::TildeExpansion(t) => match t {
+                TildeExpr::Home if st.value.is_empty() && !in_dq => {
+                    st.tilde = true;
+                    st.value.push('~');
+                }
+                _ => st.dynamic = true,
+            },
+            WordPiece::ParameterExpansion(expr) => {
+                if piece_src.starts_with("${") {
+                    self.flag("expansion");
+                }
+                self.param_expr(expr);
+                let is_home = matches!(expr, ParameterExpr::Parameter { parameter: Parameter::Named(n), indirect: false } if n == "HOME");
+                if is_home && st.value.is_empty() && !st.dynamic {
+                    // `$HOME` at the start of a word means the home directory.
+                    st.tilde = true;
+                    st.value.push('~');
+                } else {
+                    st.dynamic = true;
+                }
+            }
+            WordPiece::CommandSubstitution(s) => {
+                self.flag("command_substitution");
+                st.dynamic = true;
+                self.nested_program(s);
+            }
+            WordPiece::BackquotedCommandSubstitution(s) => {
+                self.flag("command_substitution");
+                st.dynamic = true;
+                let unescaped = unescape_backquoted(s);
+                self.nested_program(&unescaped);
+            }
+            WordPiece::EscapeSequence(s) => {
+                let mut chars = s.chars();
+                let _backslash = chars.next();
+                let rest: String = chars.collect();
+                if in_dq && !matches!(rest.as_str(), "$" | "`" | "\"" | "\\" | "\n") {
+                    st.value.push_str(s);
+                } else if rest != "\n" {
+                    st.value.push_str(&rest);
+                }
+            }
+            WordPiece::ArithmeticExpression(e) => {
+                st.dynamic = true;
+                self.arith(&e.value);
+            }
+        }
+    }
+
+    /// Looks for substitutions inside the strings of a `${...}` expression.
+    fn param_expr(&mut self, e: &ParameterExpr) {
+        use ParameterExpr as P;
+        let mut texts: Vec<&str> = Vec::new();
+        let param = match e {
+            P::Parameter { parameter, .. }
+            | P::ParameterLength { parameter, .. }
+            | P::Transform { parameter, .. } => parameter,
+            P::UseDefaultValues {
+                parameter,
+                default_value: t,
+                ..
+            }
+            | P::AssignDefaultValues {
+                parameter,
+                default_value: t,
+                ..
+            } => {
+                texts.extend(t.as_deref());
+                parameter
+            }
+            P::IndicateErrorIfNullOrUnset {
+                parameter,
+                error_message: t,
+                ..
+            } => {
+                texts.extend(t.as_deref());
+                parameter
+            }
+            P::UseAlternativeValue {
+                parameter,
+                alternative_value: t,
+                ..
+            } => {
+                texts.extend(t.as_deref());
+                parameter
+            }
+            P::RemoveSmallestSuffixPattern {
+                parameter,
+                pattern: t,
+                ..
+            }
+            | P::RemoveLargestSuffixPattern {
+                parameter,
+                pattern: t,
+                ..
+            }
+            | P::RemoveSmallestPrefixPattern {
+                parameter,
+                pattern: t,
+                ..
+            }
+            | P::RemoveLargestPrefixPattern {
+                parameter,
+                pattern: t,
+                ..
+            }
+            | P::UppercaseFirstChar {
+                parameter,
+                pattern: t,
+                ..
+            }
+            | P::UppercasePattern {
+                parameter,
+                pattern: t,
+                ..
+            }
+            | P::LowercaseFirstChar {
+                parameter,
+                pattern: t,
+                ..
+            }
+            | P::LowercasePattern {
+                parameter,
+                pattern: t,
+                ..
+            } => {
+                texts.extend(t.as_deref());
+                parameter
+            }
+            P::Substring {
+                parameter,
+                offset,
+                length,
+                ..
+            } => {
+                self.arith(&offset.value);
+                if let Some(l) = length {
+                    self.arith(&l.value);
+                }
+                parameter
+            }
+            P::ReplaceSubstring {
+                parameter,
+                pattern,
+                replacement,
+                ..
+            } => {
+                texts.push(pattern);
+                texts.extend(replacement.as_deref());
+                parameter
+            }
+            P::VariableNames { .. } | P::MemberKeys { .. } => return,
+        };
+        if let Parameter::NamedWithIndex { index, .. } = param {
+            self.arith(index);
+        }
+        for t in texts {
+            if t.contains('$') || t.contains('`') {
+                match word::parse(t, &options()) {
+                    Ok(pieces) => {
+                        let mut st = WordState::default();
+                        self.pieces(t, &pieces, &mut st, false);
+                    }
+                    Err(_) => self.out.parse_error = true,
+                }
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct WordState {
+    value: String,
+    dynamic: bool,
+    tilde: bool,
+    glob: bool,
+    brace: bool,
+}
+
+fn static_word(s: &str) -> Word {
+    Word {
+        raw: s.to_string(),
+        value: Some(s.to_string()),
+        ..Word::default()
+    }
+}
+
+fn assignment_name(a: &ast::Assignment) -> String {
+    match &a.name {
+        ast::AssignmentName::VariableName(n) => n.clone(),
+        ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+    }
+}
+
+/// Undoes the backslash escapes that are special inside backquotes.
+fn unescape_backquoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&n) = chars.peek()
+            && matches!(n, '\\' | '`' | '$')
+        {
+            out.push(n);
+            chars.next();
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Decodes the body of `$'...'`; `None` for escapes we do not model.
+fn decode_ansi_c(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let e = *chars.get(i)?;
+        i += 1;
+        match e {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            'a' => out.push('\x07'),
+            'b' => out.push('\x08'),
+            'e' | 'E' => out.push('\x1b'),
+            'f' => out.push('\x0c'),
+            'v' => out.push('\x0b'),
+            '\\' | '\'' | '"' | '?' => out.push(e),
+            'x' => {
+                let mut n = 0u32;
+                let mut k = 0;
+                while k < 2 && i < chars.len() && chars[i].is_ascii_hexdigit() {
+                    n = n * 16 + chars[i].to_digit(16)?;
+                    i += 1;
+                    k += 1;
+                }
+                if k == 0 {
+                    return None;
+                }
+                out.push(char::from_u32(n)?);
+            }
+            '0'..='7' => {
+                let mut n = e.to_digit(8)?;
+                let mut k = 1;
+                while k < 3 && i < chars.len() && ('0'..='7').contains(&chars[i]) {
+                    n = n * 8 + chars[i].to_digit(8)?;
+                    i += 1;
+                    k += 1;
+                }
+                out.push(char::from_u32(n)?);
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// For `eval ...`, `sh -c SCRIPT`, `bash -c`, `env -S STRING` (after
+/// wrappers): `Some(Some(script))` when the script is static,
+/// `Some(None)` when it is not knowable, `None` for other commands.
+fn nested_script(p: &Part) -> Option<Option<String>> {
+    let words = crate::normalize::strip_wrappers(&p.words);
+    let (first, rest) = words.split_first()?;
+    let name = crate::normalize::program_name(first)?;
+    match name.as_str() {
+        "eval" => {
+            let mut vals = Vec::new();
+            for w in rest {
+                vals.push(w.value.clone()?);
+            }
+            Some(Some(vals.join(" ")))
+        }
+        "env" => {
+            let mut it = rest.iter();
+            while let Some(w) = it.next() {
+                let t = w.text();
+                if let Some(v) = t.strip_prefix("--split-string=") {
+                    return Some(w.value.as_ref().map(|_| v.to_string()));
+                }
+                if t == "-S" || t == "--split-string" {
+                    return Some(it.next().map(|s| s.value.clone()).unwrap_or(None));
+                }
+                if t.starts_with('-') && !t.starts_with("--") && t.contains('S') {
+                    // `-S'script'` glued or `-iS script`.
+                    let glued = t.split_once('S').map(|(_, r)| r).unwrap_or("");
+                    if !glued.is_empty() {
+                        return Some(w.value.as_ref().map(|_| glued.to_string()));
+                    }
+                    return Some(it.next().map(|s| s.value.clone()).unwrap_or(None));
+                }
+            }
+            None
+        }
+        "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "ash" | "busybox" | "su" => {
+            let mut it = rest.iter();
+            while let Some(w) = it.next() {
+                let t = w.text();
+                if t.starts_with('-') && !t.starts_with("--") && t[1..].contains('c') {
+                    return Some(it.next().map(|s| s.value.clone()).unwrap_or(None));
+                }
+                if t == "--command" {
+                    return Some(it.next().map(|s| s.value.clone()).unwrap_or(None));
+                }
+            }
+            None
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,1 @@
+//! Edit (in progress).

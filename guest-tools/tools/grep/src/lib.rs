@@ -1,0 +1,1 @@
+//! Grep (in progress).

@@ -1,0 +1,82 @@
+//! `TaskUpdate`: changes or deletes a task of the agent's task list
+//! (AgentScope's TaskUpdate, spec §7, with toolhost's safer dependency and
+//! transition rules). See the `task-model` crate for the exact texts.
+
+use serde_json::json;
+use task_model::{UpdateInput, store};
+use toolhost_sdk::{Context, Decision, Output, Tool, ToolError, ToolSpec, export_tool};
+
+/// The TaskUpdate tool.
+pub struct TaskUpdate;
+
+const DESCRIPTION: &str = "Updates a task of the task list: its subject, description, owner, status or \
+metadata, or its dependencies. Set status `in_progress` when you start a task and `completed` only when \
+it is fully done (tests pass, nothing left); `deleted` removes the task and every dependency on it; \
+`pending` reopens it. A task cannot become `in_progress` or `completed` while a task blocking it is not \
+completed. `add_blocks` lists tasks that cannot start until this one is done; `add_blocked_by` lists \
+tasks that must be done first; ids must exist and dependencies may not form a cycle. `metadata` keys are \
+merged into the task's metadata; a null value removes the key. Omitted or null fields are left as they \
+are. An update that is refused changes nothing.";
+
+fn nullable(schema: serde_json::Value, description: &str) -> serde_json::Value {
+    json!({"anyOf": [schema, {"type": "null"}], "default": null, "description": description})
+}
+
+impl Tool for TaskUpdate {
+    type Input = UpdateInput;
+
+    fn spec() -> ToolSpec {
+        let ids = json!({"type": "array", "items": {"type": "string"}});
+        ToolSpec::new("TaskUpdate", DESCRIPTION)
+            .schema(json!({
+                "type": "object",
+                "properties": {
+                    "task_id": {"type": "string", "description": "The id of the task to update."},
+                    "subject": nullable(json!({"type": "string"}), "A new title (an empty string is ignored)."),
+                    "description": nullable(json!({"type": "string"}), "A new description."),
+                    "add_blocks": nullable(ids.clone(), "Ids of tasks that cannot start until this one is completed."),
+                    "status": nullable(
+                        json!({"type": "string", "enum": ["pending", "in_progress", "completed", "deleted"]}),
+                        "The new status; `deleted` removes the task."
+                    ),
+                    "add_blocked_by": nullable(ids, "Ids of tasks that must be completed before this one."),
+                    "owner": nullable(json!({"type": "string"}), "Who works on the task."),
+                    "metadata": nullable(
+                        json!({"type": "object", "additionalProperties": true}),
+                        "Keys to merge into the task's metadata; a null value removes that key."
+                    )
+                },
+                "required": ["task_id"]
+            }))
+            .concurrency_safe(true)
+            .read_only(false)
+            .state_injected(true)
+    }
+
+    fn check_permissions(_input: &UpdateInput, _ctx: &Context) -> Decision {
+        Decision::allow("TaskUpdate is always allowed to be called.")
+    }
+
+    fn call(input: UpdateInput, out: &mut Output) -> Result<(), ToolError> {
+        let mut tasks = match store::load() {
+            Ok(tasks) => tasks,
+            Err(e) => {
+                out.error(&format!("TaskStateError: {e}"));
+                return Ok(());
+            }
+        };
+        let before = tasks.clone();
+        match tasks.update(input) {
+            // Nothing changed ("No updates were made…"): nothing to write.
+            Ok(text) if tasks == before => out.text(&text),
+            Ok(text) => match store::save(&tasks) {
+                Ok(()) => out.text(&text),
+                Err(e) => out.error(&format!("TaskUpdateError: {e}")),
+            },
+            Err(e) => out.error(&e.to_string()),
+        };
+        Ok(())
+    }
+}
+
+export_tool!(TaskUpdate);

@@ -1,0 +1,75 @@
+//! Builds the built-in tools in `guest-tools/` for `wasm32-wasip2` and
+//! generates `builtins.rs`, which embeds each `tool_*.wasm` in the binary.
+//!
+//! The guests live in their own workspace (they need another target and a
+//! release profile even for a debug host) and build into
+//! `<target>/guest-tools`, shared by every profile of the host.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = manifest_dir.parent().expect("host/ has a parent").to_path_buf();
+    let guests = root.join("guest-tools");
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target")).join("guest-tools");
+
+    for path in ["Cargo.toml", "Cargo.lock", "sdk", "lib", "tools"] {
+        println!("cargo:rerun-if-changed={}", guests.join(path).display());
+    }
+    println!("cargo:rerun-if-changed={}", root.join("wit").display());
+    println!("cargo:rerun-if-env-changed=TOOLHOST_SKIP_GUEST_BUILD");
+
+    let wasm_dir = target_dir.join("wasm32-wasip2").join("release");
+    if std::env::var_os("TOOLHOST_SKIP_GUEST_BUILD").is_none() {
+        build_guests(&guests, &target_dir);
+    }
+    write_builtins(&wasm_dir);
+}
+
+fn build_guests(guests: &Path, target_dir: &Path) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(&cargo);
+    cmd.current_dir(guests)
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--workspace", "--target-dir"])
+        .arg(target_dir);
+    // The host's flags and target are not the guests'.
+    for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WORKSPACE_WRAPPER"] {
+        cmd.env_remove(var);
+    }
+    let output = cmd.output().unwrap_or_else(|e| panic!("could not run `{cargo} build` for guest-tools/: {e}"));
+    if !output.status.success() {
+        eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+        panic!(
+            "building the built-in tools failed: {cmd:?} in {} (see the compiler output above). \
+             Is the wasm target installed? Run `rustup target add wasm32-wasip2`.",
+            guests.display()
+        );
+    }
+}
+
+fn write_builtins(wasm_dir: &Path) {
+    let mut tools: Vec<(String, PathBuf)> = std::fs::read_dir(wasm_dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter_map(|p| {
+                    let stem = p.file_stem()?.to_str()?.to_string();
+                    let name = stem.strip_prefix("tool_")?.replace('_', "-");
+                    (p.extension()? == "wasm").then_some((name, p))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    tools.sort();
+    let mut out = String::from(
+        "/// The embedded built-in tool components: (crate name, component bytes).\n\
+         pub static BUILTINS: &[(&str, &[u8])] = &[\n",
+    );
+    for (name, path) in &tools {
+        out.push_str(&format!("    ({name:?}, include_bytes!({:?})),\n", path.display().to_string()));
+    }
+    out.push_str("];\n");
+    let dest = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("builtins.rs");
+    std::fs::write(dest, out).expect("writing builtins.rs");
+}

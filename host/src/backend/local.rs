@@ -1,0 +1,562 @@
+//! The local backend: file operations on this machine, confined with
+//! `cap-std`, and processes run as local process groups.
+//!
+//! # Security model
+//!
+//! * Every path is located in the caller's [`FsScope`] first (relative paths
+//!   are joined onto the backend's cwd, `..` is resolved lexically), then
+//!   opened **relative to a `cap_std::fs::Dir` opened on the granted root**.
+//!   Ambient authority is used only to open the root directories themselves.
+//!   `cap-std` refuses any resolution that leaves the root: `..` past it,
+//!   absolute symlinks, symlinks leading outside.
+//! * A symlink whose real target lies in a granted root (the same one through
+//!   an absolute link, or another root) is followed: the target is resolved
+//!   on the real filesystem, located in the scope again (with the same access
+//!   check) and the operation is redone relative to that root, so `cap-std`
+//!   still guards it. A target outside every root is refused with
+//!   [`BackendError::Denied`].
+//! * Writes go to a fresh temporary file in the target's directory, are
+//!   fsynced and renamed over the target, so a failed write leaves the old
+//!   file untouched. A write to a regular file with more than one hard link is
+//!   refused: another link to the same inode may live outside the roots, and
+//!   the caller would not see that the file is shared. (Reads through hard
+//!   links are allowed: the link itself is inside the root.)
+//! * `remove` never follows a symlink: removing a link removes the link, and a
+//!   granted root itself cannot be removed.
+//! * `walk` and `search` read through real paths (the `ignore` crate uses
+//!   `std::fs`): the start directory must resolve inside the scope, symlinks
+//!   are not followed unless asked, and when they are, entries whose real path
+//!   leaves the scope's roots are dropped. Ignore files of the start
+//!   directory's ancestors are read (only to filter), as ripgrep does.
+//!   A concurrent process that swaps a directory for a symlink during a walk
+//!   could race this check; tools have no API to create symlinks.
+//! * Process execution is not path-scoped: the caller checks the
+//!   `process-exec` grant before [`Backend::spawn`]. Each process gets its own
+//!   process group, which is killed as a whole at the timeout, when the main
+//!   child exits, and when the [`Process`] handle is dropped.
+
+mod process;
+mod search;
+
+use std::collections::HashMap;
+use std::io::{self, Write as _};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, MetadataExt as _, OpenOptions};
+
+use super::scope::{Access, normalize_lexically};
+use super::{
+    Backend, BackendError, DirEntry, EntryKind, ExecRequest, FileStat, FsScope, OsFamily, Process,
+    SearchFile, SearchRequest, WalkOptions,
+};
+
+/// Per-stream output cap applied when an [`ExecRequest`] asks for 0 bytes
+/// (WIT: "0 means the host's output cap"): 16 MiB.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The local machine as a backend.
+///
+/// Security defaults: paths are confined to the caller's [`FsScope`] through
+/// `cap-std` (see the module docs); nothing outside a granted root is read or
+/// written, symlinks never lead out, writes are atomic and refuse hard-linked
+/// files; processes run in their own process group with stdin closed, the
+/// host environment inherited plus the request's variables, and are killed
+/// as a group at their timeout.
+pub struct LocalBackend {
+    cwd: PathBuf,
+    home: PathBuf,
+    max_output_bytes: u64,
+    /// Opened root directories, keyed by root path; revalidated on use.
+    roots: Mutex<HashMap<PathBuf, Arc<Dir>>>,
+}
+
+impl LocalBackend {
+    /// A backend whose relative paths and processes start in `cwd`, and
+    /// whose `~` is `home`. Relative `cwd`/`home` are made absolute against
+    /// the host's current directory. No root is opened until a scope uses it.
+    pub fn new(cwd: PathBuf, home: PathBuf) -> Self {
+        Self {
+            cwd: absolutize(cwd),
+            home: absolutize(home),
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            roots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Replaces [`DEFAULT_MAX_OUTPUT_BYTES`], the per-stream cap used when a
+    /// request passes 0.
+    pub fn with_default_max_output_bytes(mut self, bytes: u64) -> Self {
+        self.max_output_bytes = bytes.max(1);
+        self
+    }
+
+    /// `path` made absolute against the backend cwd (`""` is the cwd).
+    fn absolute(&self, path: &str) -> String {
+        if path.is_empty() {
+            return self.cwd.display().to_string();
+        }
+        let p = Path::new(path);
+        if p.is_absolute() {
+            path.to_string()
+        } else {
+            self.cwd.join(p).display().to_string()
+        }
+    }
+
+    /// The opened `Dir` of a granted root (cached; reopened if the directory
+    /// at that path was replaced since).
+    fn root_dir(&self, root: &Path) -> Result<Arc<Dir>, BackendError> {
+        let current = std::fs::metadata(root).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                BackendError::NotFound(format!(
+                    "granted root {} does not exist; create it or grant an existing directory",
+                    root.display()
+                ))
+            } else {
+                BackendError::Io(format!("cannot open granted root {}: {e}", root.display()))
+            }
+        })?;
+        let mut cache = self.roots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(dir) = cache.get(root)
+            && let Ok(meta) = dir.dir_metadata()
+            && meta.dev() == std::os::unix::fs::MetadataExt::dev(&current)
+            && meta.ino() == std::os::unix::fs::MetadataExt::ino(&current)
+        {
+            return Ok(dir.clone());
+        }
+        let dir = Dir::open_ambient_dir(root, ambient_authority()).map_err(|e| {
+            BackendError::Io(format!(
+                "cannot open granted root {} as a directory: {e}",
+                root.display()
+            ))
+        })?;
+        let dir = Arc::new(dir);
+        cache.insert(root.to_path_buf(), dir.clone());
+        Ok(dir)
+    }
+
+    /// Locates `path` in `scope` and runs `op` on the root's `Dir` with the
+    /// root-relative path. If `cap-std` refuses because a symlink leads out of
+    /// that root, the real target is resolved (the final component only when
+    /// `follow_final`), located in the scope again, and `op` is retried once
+    /// relative to the target's root.
+    fn run<T>(
+        &self,
+        scope: &FsScope,
+        path: &str,
+        access: Access,
+        follow_final: bool,
+        what: &str,
+        op: impl Fn(&Dir, &Path) -> io::Result<T>,
+    ) -> Result<T, BackendError> {
+        let abs = self.absolute(path);
+        let (root, rel) = scope.locate(&abs, access)?;
+        let dir = self.root_dir(&root.path)?;
+        match op(&dir, &dot_if_empty(&rel)) {
+            Ok(v) => Ok(v),
+            Err(e) if is_escape(&e) => {
+                let lexical = normalize_lexically(Path::new(&abs));
+                let Some(real) = resolve_real(&lexical, follow_final) else {
+                    return Err(escape_denied(scope, &abs, None, access));
+                };
+                let Some(real_str) = real.to_str() else {
+                    return Err(escape_denied(scope, &abs, Some(&real), access));
+                };
+                let Ok((root2, rel2)) = scope.locate(real_str, access) else {
+                    return Err(escape_denied(scope, &abs, Some(&real), access));
+                };
+                let dir2 = self.root_dir(&root2.path)?;
+                op(&dir2, &dot_if_empty(&rel2)).map_err(|e| {
+                    if is_escape(&e) {
+                        escape_denied(scope, &abs, Some(&real), access)
+                    } else {
+                        map_io(e, what, &abs)
+                    }
+                })
+            }
+            Err(e) => Err(map_io(e, what, &abs)),
+        }
+    }
+
+    /// The canonical forms of the scope's roots (plus their lexical forms),
+    /// for checking real paths met during a walk.
+    fn real_roots(scope: &FsScope) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for r in scope.roots() {
+            if let Ok(c) = std::fs::canonicalize(&r.path) {
+                out.push(c);
+            }
+            out.push(r.path.clone());
+        }
+        out
+    }
+
+    /// Checks that a walk/search start path resolves inside the scope and
+    /// returns the path to walk from (the lexical path, or its real path when
+    /// the start itself is a symlink).
+    fn walk_start(&self, scope: &FsScope, root: &str) -> Result<PathBuf, BackendError> {
+        let abs = self.absolute(root);
+        // cap-std resolution: refuses escapes, reports a missing start.
+        self.run(scope, &abs, Access::Read, true, "walk", |d, r| {
+            d.metadata(r)
+        })?;
+        let lexical = normalize_lexically(Path::new(&abs));
+        let real = std::fs::canonicalize(&lexical).map_err(|e| map_io(e, "walk", &abs))?;
+        let inside = real
+            .to_str()
+            .is_some_and(|s| scope.locate(s, Access::Read).is_ok())
+            || Self::real_roots(scope).iter().any(|r| real.starts_with(r));
+        if !inside {
+            return Err(escape_denied(scope, &abs, Some(&real), Access::Read));
+        }
+        let is_link = std::fs::symlink_metadata(&lexical)
+            .map(|m| m.is_symlink())
+            .unwrap_or(false);
+        Ok(if is_link { real } else { lexical })
+    }
+}
+
+#[async_trait]
+impl Backend for LocalBackend {
+    fn os(&self) -> OsFamily {
+        if cfg!(windows) {
+            OsFamily::Windows
+        } else {
+            OsFamily::Posix
+        }
+    }
+
+    fn cwd(&self) -> String {
+        self.cwd.display().to_string()
+    }
+
+    fn home(&self) -> String {
+        self.home.display().to_string()
+    }
+
+    async fn read_file(&self, scope: &FsScope, path: &str) -> Result<Vec<u8>, BackendError> {
+        self.run(scope, path, Access::Read, true, "read", |d, r| d.read(r))
+    }
+
+    async fn write_file(
+        &self,
+        scope: &FsScope,
+        path: &str,
+        contents: &[u8],
+    ) -> Result<(), BackendError> {
+        let abs = self.absolute(path);
+        // Refuse directories and hard-linked files before writing anything.
+        match self.run(scope, &abs, Access::Write, true, "write", |d, r| {
+            d.metadata(r)
+        }) {
+            Ok(meta) if meta.is_dir() => {
+                return Err(BackendError::Invalid(format!(
+                    "cannot write {abs}: it is a directory; pass a file path"
+                )));
+            }
+            Ok(meta) if meta.is_file() && meta.nlink() > 1 => {
+                return Err(BackendError::Denied(format!(
+                    "refusing to write {abs}: it has {} hard links, and another link to the same \
+                     file may be outside the granted roots; remove the extra links (or copy the \
+                     file to a new name) before writing it",
+                    meta.nlink()
+                )));
+            }
+            Ok(_) | Err(BackendError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+        self.run(scope, &abs, Access::Write, true, "write", |d, r| {
+            write_atomic(d, r, contents)
+        })
+    }
+
+    async fn stat(&self, scope: &FsScope, path: &str) -> Result<FileStat, BackendError> {
+        let meta = self.run(scope, path, Access::Read, true, "stat", |d, r| {
+            d.metadata(r)
+        })?;
+        Ok(FileStat {
+            kind: kind_of(meta.file_type()),
+            size: meta.len(),
+            mtime_ns: mtime_ns(&meta),
+        })
+    }
+
+    async fn list_dir(&self, scope: &FsScope, path: &str) -> Result<Vec<DirEntry>, BackendError> {
+        self.run(scope, path, Access::Read, true, "list", |d, r| {
+            let mut out = Vec::new();
+            for entry in d.read_dir(r)? {
+                let entry = entry?;
+                let meta = match entry.metadata() {
+                    Ok(m) => m,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue, // vanished
+                    Err(e) => return Err(e),
+                };
+                let kind = kind_of(meta.file_type());
+                out.push(DirEntry {
+                    path: entry.file_name().to_string_lossy().into_owned(),
+                    kind,
+                    size: if kind == EntryKind::Directory {
+                        0
+                    } else {
+                        meta.len()
+                    },
+                    mtime_ns: mtime_ns(&meta),
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    async fn create_dir(&self, scope: &FsScope, path: &str) -> Result<(), BackendError> {
+        self.run(
+            scope,
+            path,
+            Access::Write,
+            true,
+            "create directory",
+            |d, r| d.create_dir_all(r),
+        )
+    }
+
+    async fn remove(&self, scope: &FsScope, path: &str) -> Result<(), BackendError> {
+        self.run(scope, path, Access::Write, false, "remove", |d, r| {
+            if r == Path::new(".") {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "refusing to remove a granted root itself; remove the entries inside it instead",
+                ));
+            }
+            let meta = d.symlink_metadata(r)?;
+            if meta.is_dir() { d.remove_dir_all(r) } else { d.remove_file(r) }
+        })
+    }
+
+    async fn walk(
+        &self,
+        scope: &FsScope,
+        options: &WalkOptions,
+    ) -> Result<Vec<DirEntry>, BackendError> {
+        let start = self.walk_start(scope, &options.root)?;
+        let roots = Self::real_roots(scope);
+        let options = options.clone();
+        tokio::task::spawn_blocking(move || search::walk(&start, &options, &roots))
+            .await
+            .map_err(|e| BackendError::Io(format!("walk task failed: {e}")))?
+    }
+
+    async fn search(
+        &self,
+        scope: &FsScope,
+        request: &SearchRequest,
+    ) -> Result<Vec<SearchFile>, BackendError> {
+        // Validate the pattern before touching the filesystem.
+        let matcher = search::build_matcher(request)?;
+        let start = self.walk_start(scope, &request.files.root)?;
+        let roots = Self::real_roots(scope);
+        let request = request.clone();
+        tokio::task::spawn_blocking(move || search::search(&start, &request, &roots, matcher))
+            .await
+            .map_err(|e| BackendError::Io(format!("search task failed: {e}")))?
+    }
+
+    async fn spawn(&self, request: &ExecRequest) -> Result<Box<dyn Process>, BackendError> {
+        let cwd = match &request.cwd {
+            Some(c) => PathBuf::from(self.absolute(c)),
+            None => self.cwd.clone(),
+        };
+        let cap = if request.max_output_bytes == 0 {
+            self.max_output_bytes
+        } else {
+            request.max_output_bytes
+        };
+        process::spawn(&cwd, request, cap)
+    }
+}
+
+fn absolutize(p: PathBuf) -> PathBuf {
+    if p.is_absolute() {
+        return normalize_lexically(&p);
+    }
+    match std::env::current_dir() {
+        Ok(cur) => normalize_lexically(&cur.join(p)),
+        Err(_) => p,
+    }
+}
+
+fn dot_if_empty(rel: &Path) -> PathBuf {
+    if rel.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        rel.to_path_buf()
+    }
+}
+
+/// `cap-std`'s refusal of a resolution that leaves its directory (its own
+/// check, or `EXDEV` from `openat2(RESOLVE_BENEATH)`, which it maps).
+fn is_escape(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::PermissionDenied
+        && e.raw_os_error().is_none()
+        && e.to_string().contains("outside of the filesystem")
+}
+
+/// The real path of `path`: the longest existing prefix canonicalized, the
+/// rest appended. With `follow_final` false the last component is kept as is.
+fn resolve_real(path: &Path, follow_final: bool) -> Option<PathBuf> {
+    if !follow_final {
+        let parent = path.parent()?;
+        let name = path.file_name()?;
+        return Some(resolve_real(parent, true)?.join(name));
+    }
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&existing) {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return Some(normalize_lexically(&out));
+        }
+        rest.push(existing.file_name()?.to_os_string());
+        if !existing.pop() {
+            return None;
+        }
+    }
+}
+
+fn escape_denied(scope: &FsScope, path: &str, real: Option<&Path>, access: Access) -> BackendError {
+    let verb = match access {
+        Access::Read => "read",
+        Access::Write => "write",
+    };
+    let target = real
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(path));
+    let why = match scope.refusal(&target, access) {
+        BackendError::Denied(text) => text,
+        other => other.to_string(),
+    };
+    let via = match real {
+        Some(r) => format!("a symbolic link on the way resolves to {}", r.display()),
+        None => "a symbolic link on the way points outside".to_string(),
+    };
+    BackendError::Denied(format!("{verb} access to {path} refused: {via}; {why}"))
+}
+
+/// An I/O error as a [`BackendError`] naming the operation and the path.
+fn map_io(e: io::Error, what: &str, path: &str) -> BackendError {
+    use io::ErrorKind as K;
+    match e.kind() {
+        K::NotFound => BackendError::NotFound(format!("{path}: no such file or directory")),
+        K::PermissionDenied => BackendError::Denied(format!(
+            "cannot {what} {path}: permission denied by the operating system (file mode or owner)"
+        )),
+        K::IsADirectory => {
+            BackendError::Invalid(format!("cannot {what} {path}: it is a directory"))
+        }
+        K::NotADirectory => BackendError::Invalid(format!(
+            "cannot {what} {path}: a component of the path is not a directory"
+        )),
+        K::AlreadyExists => {
+            BackendError::Invalid(format!("cannot {what} {path}: it already exists"))
+        }
+        K::InvalidInput => BackendError::Invalid(format!("cannot {what} {path}: {e}")),
+        _ if e.raw_os_error() == Some(libc::ELOOP) => BackendError::Invalid(format!(
+            "cannot {what} {path}: too many levels of symbolic links"
+        )),
+        _ => BackendError::Io(format!("cannot {what} {path}: {e}")),
+    }
+}
+
+fn kind_of(ft: cap_std::fs::FileType) -> EntryKind {
+    if ft.is_symlink() {
+        EntryKind::Symlink
+    } else if ft.is_dir() {
+        EntryKind::Directory
+    } else if ft.is_file() {
+        EntryKind::File
+    } else {
+        EntryKind::Other
+    }
+}
+
+fn mtime_ns(meta: &cap_std::fs::Metadata) -> u64 {
+    let secs = meta.mtime();
+    let nanos = meta.mtime_nsec();
+    if secs < 0 {
+        0
+    } else {
+        (secs as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(nanos.max(0) as u64)
+    }
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Temp file, fsync, rename. The target's final symlink (inside `dir`) is
+/// resolved first so the link's target is replaced, not the link.
+fn write_atomic(dir: &Dir, rel: &Path, contents: &[u8]) -> io::Result<()> {
+    let target = match dir.symlink_metadata(rel) {
+        Ok(m) if m.is_symlink() => dir.canonicalize(rel)?,
+        _ => rel.to_path_buf(),
+    };
+    let Some(name) = target.file_name().map(|n| n.to_os_string()) else {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "the path names a directory",
+        ));
+    };
+    let parent = target.parent().filter(|p| !p.as_os_str().is_empty());
+    let pdir = match parent {
+        Some(p) => {
+            dir.create_dir_all(p)?;
+            dir.open_dir(p)?
+        }
+        None => dir.try_clone()?,
+    };
+    let mode = pdir
+        .metadata(&name)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.mode() & 0o7777);
+
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true);
+    let (tmp, file) = loop {
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = format!(".toolhost-{}-{n}.tmp", std::process::id());
+        match pdir.open_with(&tmp, &opts) {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    let result = (|| {
+        let mut f = file.into_std();
+        f.write_all(contents)?;
+        if let Some(mode) = mode {
+            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        f.sync_all()?;
+        drop(f);
+        pdir.rename(&tmp, &pdir, &name)
+    })();
+    if result.is_err() {
+        let _ = pdir.remove_file(&tmp);
+        return result;
+    }
+    // Best effort: persist the rename.
+    if let Ok(d) = pdir.open(".") {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,255 @@
+//! Local processes: one process group per spawn, output streamed as it is
+//! produced, the whole group killed at the timeout, after the main child
+//! exits, and when the handle is dropped.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::io::{AsyncRead, AsyncReadExt as _};
+use tokio::process::Command;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::backend::{BackendError, ExecRequest, ExitStatus, OutputPiece, Process};
+
+/// How long output is still read after the process group was killed, for
+/// pipes held open by a process that left the group (e.g. via `setsid`).
+const READ_GRACE: Duration = Duration::from_millis(200);
+
+/// The process group of one spawn. `alive` is true until the group has been
+/// killed; the leader is never reaped while it is true, so the group id
+/// cannot have been reused when it is signalled.
+struct Group {
+    pgid: libc::pid_t,
+    alive: Mutex<bool>,
+}
+
+impl Group {
+    fn kill(&self) {
+        let mut alive = self.alive.lock().unwrap_or_else(|p| p.into_inner());
+        if *alive {
+            // SAFETY: killpg has no memory-safety preconditions; the group
+            // leader is unreaped, so `pgid` still names our group.
+            unsafe {
+                libc::killpg(self.pgid, libc::SIGKILL);
+            }
+            *alive = false;
+        }
+    }
+}
+
+/// A running local process (see [`Process`]). Dropping it kills the group.
+struct LocalProcess {
+    output: mpsc::UnboundedReceiver<OutputPiece>,
+    status: Option<oneshot::Receiver<ExitStatus>>,
+    finished: Option<ExitStatus>,
+    group: Arc<Group>,
+}
+
+/// Starts `request.argv` in `cwd` (see the module docs of `local`).
+pub(super) fn spawn(
+    cwd: &Path,
+    request: &ExecRequest,
+    cap: u64,
+) -> Result<Box<dyn Process>, BackendError> {
+    let Some((program, args)) = request.argv.split_first() else {
+        return Err(BackendError::Invalid(
+            "empty argv: name the program to run in argv[0]".into(),
+        ));
+    };
+    if !cwd.is_dir() {
+        return Err(BackendError::NotFound(format!(
+            "working directory {} does not exist or is not a directory; pass an existing cwd",
+            cwd.display()
+        )));
+    }
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .envs(request.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => BackendError::NotFound(format!(
+            "program '{program}' not found: {e}; check that it is installed and on PATH, or pass its absolute path"
+        )),
+        std::io::ErrorKind::PermissionDenied => {
+            BackendError::Denied(format!("cannot execute '{program}': {e}; check that it is an executable file"))
+        }
+        std::io::ErrorKind::InvalidInput => BackendError::Invalid(format!(
+            "cannot start '{program}': {e}; arguments and environment must not contain NUL bytes"
+        )),
+        _ => BackendError::Io(format!("cannot start '{program}': {e}")),
+    })?;
+    let Some(pid) = child.id().and_then(|p| libc::pid_t::try_from(p).ok()) else {
+        return Err(BackendError::Io(format!(
+            "'{program}' exited before it could be supervised"
+        )));
+    };
+    let group = Arc::new(Group {
+        pgid: pid,
+        alive: Mutex::new(true),
+    });
+    let (tx, rx) = mpsc::unbounded_channel();
+    let truncated = Arc::new(AtomicBool::new(false));
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(tokio::spawn(pump(
+            out,
+            tx.clone(),
+            OutputPiece::Stdout,
+            cap,
+            truncated.clone(),
+        )));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(tokio::spawn(pump(
+            err,
+            tx,
+            OutputPiece::Stderr,
+            cap,
+            truncated.clone(),
+        )));
+    }
+    let (status_tx, status_rx) = oneshot::channel();
+    tokio::spawn(supervise(
+        child,
+        group.clone(),
+        request.timeout,
+        readers,
+        truncated,
+        status_tx,
+    ));
+    Ok(Box::new(LocalProcess {
+        output: rx,
+        status: Some(status_rx),
+        finished: None,
+        group,
+    }))
+}
+
+/// Forwards one pipe to the channel; beyond `cap` bytes it keeps draining the
+/// pipe (so the process never blocks on it) but drops the bytes.
+async fn pump<R: AsyncRead + Unpin>(
+    mut pipe: R,
+    tx: mpsc::UnboundedSender<OutputPiece>,
+    piece: fn(Vec<u8>) -> OutputPiece,
+    cap: u64,
+    truncated: Arc<AtomicBool>,
+) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut kept: u64 = 0;
+    loop {
+        let n = match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let room = cap.saturating_sub(kept);
+        let keep = (n as u64).min(room) as usize;
+        if keep < n {
+            truncated.store(true, Ordering::Relaxed);
+        }
+        if keep > 0 {
+            kept += keep as u64;
+            // A closed receiver (the caller is only waiting) just discards.
+            let _ = tx.send(piece(buf[..keep].to_vec()));
+        }
+    }
+}
+
+/// Blocks until `pid` has exited, without reaping it (so its process group
+/// id stays reserved until we kill the group).
+fn wait_exited_unreaped(pid: libc::pid_t) {
+    loop {
+        // SAFETY: `info` is a plain C struct written by waitid; zeroed is a
+        // valid initial value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}
+
+async fn supervise(
+    mut child: tokio::process::Child,
+    group: Arc<Group>,
+    timeout: Duration,
+    readers: Vec<JoinHandle<()>>,
+    truncated: Arc<AtomicBool>,
+    status_tx: oneshot::Sender<ExitStatus>,
+) {
+    let pgid = group.pgid;
+    let exited = tokio::task::spawn_blocking(move || wait_exited_unreaped(pgid));
+    // A zero timeout times out at once, as the reference (§5.9).
+    let timed_out = timeout.is_zero() || tokio::time::timeout(timeout, exited).await.is_err();
+    // The leader has exited (unreaped) or is still running: either way the
+    // group id is ours. Kill everything left in it.
+    group.kill();
+    let status = child.wait().await;
+    let deadline = tokio::time::Instant::now() + READ_GRACE;
+    for mut reader in readers {
+        if tokio::time::timeout_at(deadline, &mut reader)
+            .await
+            .is_err()
+        {
+            reader.abort();
+        }
+    }
+    let code = match status {
+        Ok(s) if !timed_out => s.code().unwrap_or(-1),
+        _ => -1,
+    };
+    let _ = status_tx.send(ExitStatus {
+        code,
+        timed_out,
+        truncated: truncated.load(Ordering::Relaxed),
+    });
+}
+
+#[async_trait]
+impl Process for LocalProcess {
+    async fn next_output(&mut self) -> Option<OutputPiece> {
+        self.output.recv().await
+    }
+
+    async fn wait(&mut self) -> ExitStatus {
+        if let Some(done) = self.finished {
+            return done;
+        }
+        self.output.close();
+        let status = match self.status.take() {
+            Some(rx) => rx.await.unwrap_or(ExitStatus {
+                code: -1,
+                timed_out: false,
+                truncated: false,
+            }),
+            None => ExitStatus {
+                code: -1,
+                timed_out: false,
+                truncated: false,
+            },
+        };
+        self.finished = Some(status);
+        status
+    }
+}
+
+impl Drop for LocalProcess {
+    fn drop(&mut self) {
+        self.group.kill();
+    }
+}

@@ -1,0 +1,381 @@
+//! Native walk and search: `ignore`'s parallel walker with ripgrep's
+//! defaults, and ripgrep's search engine (`grep-searcher`, `grep-regex`).
+//!
+//! Callers have already checked that the start path resolves inside the
+//! scope; this module keeps the walk inside it (`real_roots`) when symlinks
+//! are followed.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use ignore::overrides::OverrideBuilder;
+use ignore::types::TypesBuilder;
+use ignore::{WalkBuilder, WalkState};
+
+use crate::backend::{
+    BackendError, DirEntry, EntryKind, SearchFile, SearchLine, SearchMode, SearchRequest,
+    WalkOptions,
+};
+
+/// Version-control directories that are never walked (as the Grep tool's
+/// `--glob !.git ...` in the reference).
+pub(super) const VCS_DIRS: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
+
+/// Builds the regex matcher as ripgrep does: `^`/`$` match at line
+/// boundaries; line-oriented (no match crosses `\n`) unless `multiline`, in
+/// which case `.` also matches `\n`.
+pub(super) fn build_matcher(req: &SearchRequest) -> Result<RegexMatcher, BackendError> {
+    let mut b = RegexMatcherBuilder::new();
+    b.case_insensitive(req.case_insensitive)
+        .multi_line(true)
+        .unicode(true)
+        .octal(false);
+    if req.multiline {
+        b.dot_matches_new_line(true);
+    } else {
+        b.line_terminator(Some(b'\n'));
+    }
+    b.build(&req.pattern).map_err(|e| {
+        BackendError::Invalid(format!(
+            "invalid regular expression {:?}: {e}; the pattern uses Rust regex syntax \
+             (escape metacharacters such as ( [ {{ . * + ? with a backslash)",
+            req.pattern
+        ))
+    })
+}
+
+/// A configured walker over `start`.
+fn walker(
+    start: &Path,
+    opts: &WalkOptions,
+    real_roots: &[PathBuf],
+) -> Result<WalkBuilder, BackendError> {
+    let mut b = WalkBuilder::new(start);
+    let r = opts.respect_ignore_files;
+    b.hidden(!opts.hidden)
+        .ignore(r)
+        .git_ignore(r)
+        .git_global(r)
+        .git_exclude(r)
+        .parents(r)
+        .follow_links(opts.follow_symlinks)
+        .threads(threads());
+    if r {
+        b.add_custom_ignore_filename(".rgignore");
+    }
+    if !opts.globs.is_empty() {
+        let mut ob = OverrideBuilder::new(start);
+        for g in &opts.globs {
+            ob.add(g).map_err(|e| {
+                BackendError::Invalid(format!(
+                    "invalid glob {g:?}: {e}; globs use gitignore syntax (`*.rs`, `src/**`, `!target/**`)"
+                ))
+            })?;
+        }
+        let ov = ob
+            .build()
+            .map_err(|e| BackendError::Invalid(format!("invalid globs {:?}: {e}", opts.globs)))?;
+        b.overrides(ov);
+    }
+    if let Some(name) = opts.file_type.as_deref().filter(|t| !t.is_empty()) {
+        let mut tb = TypesBuilder::new();
+        tb.add_defaults();
+        if !tb.definitions().iter().any(|d| d.name() == name) {
+            let mut known: Vec<String> = tb
+                .definitions()
+                .iter()
+                .map(|d| d.name().to_string())
+                .collect();
+            known.sort();
+            let sample: Vec<&str> = [
+                "c", "cpp", "go", "java", "js", "json", "md", "py", "rust", "sh", "ts", "toml",
+            ]
+            .into_iter()
+            .filter(|k| known.iter().any(|n| n == k))
+            .collect();
+            return Err(BackendError::Invalid(format!(
+                "unknown file type {name:?}; use one of ripgrep's type names, e.g. {} ({} known: `rg --type-list`)",
+                sample.join(", "),
+                known.len()
+            )));
+        }
+        tb.select(name);
+        let types = tb
+            .build()
+            .map_err(|e| BackendError::Invalid(format!("file type {name:?}: {e}")))?;
+        b.types(types);
+    }
+    let follow = opts.follow_symlinks;
+    let roots = real_roots.to_vec();
+    b.filter_entry(move |e| {
+        if e.depth() > 0
+            && e.file_name()
+                .to_str()
+                .is_some_and(|n| VCS_DIRS.contains(&n))
+        {
+            return false;
+        }
+        if follow && e.path_is_symlink() {
+            return inside(e.path(), &roots);
+        }
+        true
+    });
+    Ok(b)
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(12)
+}
+
+/// Whether the real path of `p` is under one of `roots`.
+fn inside(p: &Path, roots: &[PathBuf]) -> bool {
+    match std::fs::canonicalize(p) {
+        Ok(real) => roots.iter().any(|r| real.starts_with(r)),
+        Err(_) => false,
+    }
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt as _;
+    let secs = meta.mtime();
+    if secs < 0 {
+        0
+    } else {
+        (secs as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.mtime_nsec().max(0) as u64)
+    }
+}
+
+/// Walks from `start`, returning files (and, when symlinks are not followed,
+/// symlinks whose real target is a file inside the roots), sorted by path.
+pub(super) fn walk(
+    start: &Path,
+    opts: &WalkOptions,
+    real_roots: &[PathBuf],
+) -> Result<Vec<DirEntry>, BackendError> {
+    let builder = walker(start, opts, real_roots)?;
+    let found = Mutex::new(Vec::new());
+    let seen = AtomicUsize::new(0);
+    let max = opts.max_entries as usize;
+    let follow = opts.follow_symlinks;
+    builder.build_parallel().run(|| {
+        let found = &found;
+        let seen = &seen;
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            let Some(ft) = entry.file_type() else {
+                return WalkState::Continue;
+            };
+            let kind = if ft.is_file() {
+                if entry.path_is_symlink() {
+                    EntryKind::Symlink
+                } else {
+                    EntryKind::File
+                }
+            } else if ft.is_symlink() && !follow {
+                let target_is_file = std::fs::metadata(entry.path())
+                    .map(|m| m.is_file())
+                    .unwrap_or(false);
+                if !target_is_file || !inside(entry.path(), real_roots) {
+                    return WalkState::Continue;
+                }
+                EntryKind::Symlink
+            } else {
+                return WalkState::Continue;
+            };
+            if max > 0 && seen.fetch_add(1, Ordering::Relaxed) >= max {
+                return WalkState::Quit;
+            }
+            let (size, mtime) = match entry.metadata() {
+                Ok(m) => (m.len(), mtime_ns(&m)),
+                Err(_) => (0, 0),
+            };
+            let item = DirEntry {
+                path: entry.path().to_string_lossy().into_owned(),
+                kind,
+                size,
+                mtime_ns: mtime,
+            };
+            found.lock().unwrap_or_else(|p| p.into_inner()).push(item);
+            WalkState::Continue
+        })
+    });
+    let mut out = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// Searches the files under `start` in parallel; results sorted by path.
+pub(super) fn search(
+    start: &Path,
+    req: &SearchRequest,
+    real_roots: &[PathBuf],
+    matcher: RegexMatcher,
+) -> Result<Vec<SearchFile>, BackendError> {
+    let builder = walker(start, &req.files, real_roots)?;
+    let results = Mutex::new(Vec::new());
+    let seen = AtomicUsize::new(0);
+    let max = req.files.max_entries as usize;
+    let follow = req.files.follow_symlinks;
+    let content = req.mode == SearchMode::Content;
+    let mut sb = SearcherBuilder::new();
+    sb.line_number(content)
+        .binary_detection(BinaryDetection::quit(b'\x00'))
+        .multi_line(req.multiline);
+    if content {
+        sb.before_context(req.before_context as usize)
+            .after_context(req.after_context as usize);
+    }
+    builder.build_parallel().run(|| {
+        let results = &results;
+        let seen = &seen;
+        let matcher = matcher.clone();
+        let mut searcher = sb.build();
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            // Only regular files (the target's type when following links).
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            if max > 0 && seen.fetch_add(1, Ordering::Relaxed) >= max {
+                return WalkState::Quit;
+            }
+            let mut open = std::fs::OpenOptions::new();
+            open.read(true);
+            if !follow {
+                open.custom_flags(libc::O_NOFOLLOW);
+            }
+            let Ok(file) = open.open(entry.path()) else {
+                return WalkState::Continue;
+            };
+            if let Some(found) = search_file(&mut searcher, &matcher, &file, entry.path(), req) {
+                results
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(found);
+            }
+            WalkState::Continue
+        })
+    });
+    let mut out = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+fn search_file(
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    file: &File,
+    path: &Path,
+    req: &SearchRequest,
+) -> Option<SearchFile> {
+    let mut sink = Collect {
+        mode: req.mode,
+        multiline: req.multiline,
+        max_columns: req.max_columns as usize,
+        count: 0,
+        lines: Vec::new(),
+        gap: false,
+    };
+    // Read errors (a file vanishing, an unreadable file) skip the file, as rg.
+    searcher.search_file(matcher, file, &mut sink).ok()?;
+    if sink.count == 0 {
+        return None;
+    }
+    Some(SearchFile {
+        path: path.to_string_lossy().into_owned(),
+        count: sink.count,
+        lines: sink.lines,
+    })
+}
+
+/// Collects one file's results in the shape of the request's mode.
+struct Collect {
+    mode: SearchMode,
+    multiline: bool,
+    max_columns: usize,
+    count: u64,
+    lines: Vec<SearchLine>,
+    gap: bool,
+}
+
+impl Collect {
+    fn push(&mut self, line_number: u64, raw: &[u8], is_context: bool) {
+        // rg's --max-columns measures the line with its terminator.
+        let text = if self.max_columns > 0 && raw.len() > self.max_columns {
+            if is_context {
+                "[Omitted long context line]"
+            } else {
+                "[Omitted long matching line]"
+            }
+            .to_string()
+        } else {
+            let mut t = raw.strip_suffix(b"\n").unwrap_or(raw);
+            t = t.strip_suffix(b"\r").unwrap_or(t);
+            String::from_utf8_lossy(t).into_owned()
+        };
+        let gap_before = std::mem::take(&mut self.gap);
+        self.lines.push(SearchLine {
+            line_number,
+            text,
+            is_context,
+            gap_before,
+        });
+    }
+}
+
+impl Sink for Collect {
+    type Error = io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        match self.mode {
+            SearchMode::FilesWithMatches => {
+                self.count = 1;
+                Ok(false)
+            }
+            SearchMode::Count => {
+                // As rg -c: matching lines; in multiline mode, matches.
+                self.count += if self.multiline {
+                    1
+                } else {
+                    m.lines().count() as u64
+                };
+                Ok(true)
+            }
+            SearchMode::Content => {
+                let first = m.line_number().unwrap_or(0);
+                for (i, line) in m.lines().enumerate() {
+                    self.push(first + i as u64, line, false);
+                    self.count += 1;
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, io::Error> {
+        if self.mode == SearchMode::Content {
+            self.push(c.line_number().unwrap_or(0), c.bytes(), true);
+        }
+        Ok(true)
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, io::Error> {
+        self.gap = true;
+        Ok(true)
+    }
+}

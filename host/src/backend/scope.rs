@@ -1,0 +1,168 @@
+//! The filesystem scope granted to one tool: the only roots its paths may
+//! resolve under. Built by the capability module, enforced by backends.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::BackendError;
+
+/// Whether an operation reads or writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reading, listing, stat.
+    Read,
+    /// Creating, writing, removing.
+    Write,
+}
+
+/// One granted root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    /// Absolute, lexically normal path of the root.
+    pub path: PathBuf,
+    /// Whether writes are allowed under it (reads always are).
+    pub write: bool,
+}
+
+/// The roots granted to one tool, with the hint shown when a path is refused.
+///
+/// Security default: [`FsScope::none`] grants nothing, so every path is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsScope {
+    tool: String,
+    roots: Vec<Root>,
+    /// How the user can widen the scope, e.g. `--grant NAME=fs-read:/path`.
+    hint: String,
+}
+
+impl FsScope {
+    /// A scope that refuses every path.
+    pub fn none(tool: &str, hint: impl Into<String>) -> Self {
+        Self { tool: tool.to_string(), roots: Vec::new(), hint: hint.into() }
+    }
+
+    /// A scope over `roots`; duplicate roots keep the widest access.
+    pub fn new(tool: &str, roots: Vec<Root>, hint: impl Into<String>) -> Self {
+        let mut merged: Vec<Root> = Vec::new();
+        for root in roots {
+            let path = normalize_lexically(&root.path);
+            match merged.iter_mut().find(|r| r.path == path) {
+                Some(existing) => existing.write |= root.write,
+                None => merged.push(Root { path, write: root.write }),
+            }
+        }
+        Self { tool: tool.to_string(), roots: merged, hint: hint.into() }
+    }
+
+    /// The granted roots.
+    pub fn roots(&self) -> &[Root] {
+        &self.roots
+    }
+
+    /// The tool this scope belongs to.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// Finds the innermost root containing the absolute `path` that allows
+    /// `access`, and the path relative to it. `..` is resolved lexically
+    /// first, so `/root/../etc` is judged as `/etc`; symlinks are the
+    /// backend's job (cap-std refuses to follow one out of the root).
+    pub fn locate(&self, path: &str, access: Access) -> Result<(&Root, PathBuf), BackendError> {
+        let requested = Path::new(path);
+        if !requested.is_absolute() {
+            return Err(BackendError::Denied(format!(
+                "{path} is not an absolute path; tools must pass absolute paths"
+            )));
+        }
+        let normal = normalize_lexically(requested);
+        let found = self
+            .roots
+            .iter()
+            .filter(|r| access == Access::Read || r.write)
+            .filter_map(|r| normal.strip_prefix(&r.path).ok().map(|rel| (r, rel.to_path_buf())))
+            .max_by_key(|(r, _)| r.path.as_os_str().len());
+        found.ok_or_else(|| self.refusal(&normal, access))
+    }
+
+    /// The error for a path outside the scope.
+    pub fn refusal(&self, path: &Path, access: Access) -> BackendError {
+        let verb = match access {
+            Access::Read => "read",
+            Access::Write => "write",
+        };
+        let granted: Vec<String> = self
+            .roots
+            .iter()
+            .filter(|r| access == Access::Read || r.write)
+            .map(|r| r.path.display().to_string())
+            .collect();
+        let granted = if granted.is_empty() { "none".to_string() } else { granted.join(", ") };
+        BackendError::Denied(format!(
+            "{verb} access to {} is outside the roots granted to tool '{}' ({verb}: {granted}); {}",
+            path.display(),
+            self.tool,
+            self.hint
+        ))
+    }
+}
+
+/// Resolves `.` and `..` without touching the filesystem; `..` never climbs
+/// above the root.
+pub fn normalize_lexically(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope() -> FsScope {
+        FsScope::new(
+            "Read",
+            vec![
+                Root { path: "/work".into(), write: true },
+                Root { path: "/docs".into(), write: false },
+            ],
+            "add it with --workdir",
+        )
+    }
+
+    #[test]
+    fn dot_dot_cannot_leave_a_root() {
+        let err = scope().locate("/work/../etc/passwd", Access::Read).unwrap_err();
+        assert!(err.to_string().contains("/etc/passwd"), "{err}");
+        assert!(err.to_string().contains("--workdir"), "{err}");
+    }
+
+    #[test]
+    fn read_only_roots_refuse_writes() {
+        assert!(scope().locate("/docs/a.md", Access::Read).is_ok());
+        assert!(scope().locate("/docs/a.md", Access::Write).is_err());
+        let scope = scope();
+        let (root, rel) = scope.locate("/work/src/../x.rs", Access::Write).unwrap();
+        assert_eq!(root.path, PathBuf::from("/work"));
+        assert_eq!(rel, PathBuf::from("x.rs"));
+    }
+
+    #[test]
+    fn prefix_of_a_name_is_not_containment() {
+        assert!(scope().locate("/workshop/a", Access::Read).is_err());
+    }
+
+    #[test]
+    fn empty_scope_refuses_everything() {
+        let none = FsScope::none("Evil", "grant it with --grant Evil=fs-read:/path");
+        let err = none.locate("/work/a", Access::Read).unwrap_err();
+        assert!(err.to_string().contains("none"), "{err}");
+    }
+}

@@ -1,0 +1,215 @@
+//! Command-line arguments. Every setting of toolhost.toml is also a flag.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+use clap::{Args, Parser, Subcommand};
+use toolhost::Toolhost;
+use toolhost::permission::Mode;
+use toolhost::settings::Settings;
+
+/// Run AI-agent tools as sandboxed WebAssembly components.
+///
+/// Every tool (Bash, Read, Write, Edit, Glob, Grep, the task tools, AskUser
+/// and any plugin) is a WASI 0.2 component; the permission engine decides
+/// each call (allow, ask or deny) before any of the tool's code runs for it.
+///
+/// Settings come from ./toolhost.toml (or --config); every setting is also a
+/// flag. Exit codes: 0 success, 1 error, 2 usage, 3 denied, 4 external
+/// execution required.
+#[derive(Parser, Debug)]
+#[command(name = "toolhost", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every subcommand takes.
+#[derive(Args, Debug, Clone, Default)]
+pub struct Global {
+    /// Settings file [default: ./toolhost.toml if it exists]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Working directory the tools may read and write (repeatable) [default: the current directory]
+    #[arg(long = "workdir", global = true, value_name = "DIR")]
+    pub workdirs: Vec<PathBuf>,
+    /// Extra read-only root for the built-in tools (repeatable)
+    #[arg(long = "read-root", global = true, value_name = "DIR")]
+    pub read_roots: Vec<PathBuf>,
+    /// Permission mode: default, accept-edits, explore, bypass, dont-ask
+    #[arg(long, global = true)]
+    pub mode: Option<Mode>,
+    /// Allow rule, e.g. 'Bash(git status:*)' or 'Edit(/work/src/**)' (repeatable)
+    #[arg(long = "allow", global = true, value_name = "RULE")]
+    pub allow: Vec<String>,
+    /// Deny rule (repeatable)
+    #[arg(long = "deny", global = true, value_name = "RULE")]
+    pub deny: Vec<String>,
+    /// Ask rule (repeatable)
+    #[arg(long = "ask", global = true, value_name = "RULE")]
+    pub ask: Vec<String>,
+    /// Load a plugin component (repeatable)
+    #[arg(long = "plugin", global = true, value_name = "FILE.wasm")]
+    pub plugins: Vec<PathBuf>,
+    /// Load every .wasm file in a directory as a plugin (repeatable)
+    #[arg(long = "plugins", global = true, value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+    /// Grant a plugin a capability: NAME=fs-read[:/path], NAME=fs-write[:/path], NAME=exec, NAME=state, NAME=all (repeatable)
+    #[arg(long = "grant", global = true, value_name = "NAME=CAP")]
+    pub grants: Vec<String>,
+    /// Per-call time limit in milliseconds
+    #[arg(long, global = true, value_name = "MS")]
+    pub timeout_ms: Option<u64>,
+    /// Per-instance memory limit in bytes
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub max_memory_bytes: Option<u64>,
+    /// Per-call output limit in bytes
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub max_output_bytes: Option<u64>,
+    /// Do not load the embedded built-in tools
+    #[arg(long, global = true)]
+    pub no_builtins: bool,
+    /// Compile cache directory [default: ~/.cache/toolhost]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// More log output on stderr (-v info, -vv debug)
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+impl Global {
+    /// The settings file merged with the flags (flags win; rules add up).
+    pub fn settings(&self) -> Result<(Settings, Option<PathBuf>)> {
+        let (mut s, path) = Settings::discover(self.config.as_deref())?;
+        let cwd = std::env::current_dir()?;
+        for dir in &self.workdirs {
+            let abs = if dir.is_absolute() { dir.clone() } else { cwd.join(dir) };
+            s.permissions.working_dirs.push(abs.display().to_string());
+        }
+        s.read_roots.extend(self.read_roots.iter().map(|p| if p.is_absolute() { p.clone() } else { cwd.join(p) }));
+        if let Some(mode) = self.mode {
+            s.permissions.mode = mode;
+        }
+        s.permissions.allow.extend(self.allow.iter().cloned());
+        s.permissions.deny.extend(self.deny.iter().cloned());
+        s.permissions.ask.extend(self.ask.iter().cloned());
+        s.plugins.extend(self.plugins.iter().cloned());
+        s.plugin_dirs.extend(self.plugin_dirs.iter().cloned());
+        for grant in &self.grants {
+            let (name, cap) = grant
+                .split_once('=')
+                .with_context(|| format!("--grant '{grant}' must look like NAME=CAPABILITY, e.g. WordCount=fs-read"))?;
+            s.grants.entry(name.to_string()).or_default().add_grant(cap).map_err(anyhow::Error::msg)?;
+        }
+        if let Some(ms) = self.timeout_ms {
+            s.limits.timeout_ms = ms;
+        }
+        if let Some(b) = self.max_memory_bytes {
+            s.limits.max_memory_bytes = b;
+        }
+        if let Some(b) = self.max_output_bytes {
+            s.limits.max_output_bytes = b;
+        }
+        if self.no_builtins {
+            s.builtins = false;
+        }
+        if let Some(dir) = &self.cache_dir {
+            s.cache_dir = Some(dir.clone());
+        }
+        Ok((s, path))
+    }
+
+    /// A host built from the settings and flags, with warnings printed.
+    pub async fn host(&self) -> Result<Toolhost> {
+        let (settings, path) = self.settings()?;
+        let host = Toolhost::builder().settings(settings, path).build().await?;
+        for tool in host.rules_for_unknown_tools() {
+            eprintln!("warning: permission rules name the tool '{tool}', which is not loaded");
+        }
+        Ok(host)
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the loaded tools
+    List(ListArgs),
+    /// Show a tool's description, input schema, flags and capabilities
+    Describe(DescribeArgs),
+    /// Call a tool: prints its output as it streams
+    Call(CallArgs),
+    /// Finish an external call (printed by `call` with exit code 4) with its result
+    Resume(ResumeArgs),
+    /// Evaluate the permission engine without running anything
+    Check(CheckArgs),
+    /// Show what a .wasm component is: metadata, WIT version, capabilities, imports, hash
+    Inspect(InspectArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DescribeArgs {
+    /// The tool name
+    pub tool: String,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CallArgs {
+    /// The tool name
+    pub tool: String,
+    /// The input, a JSON object [default: {}]; `-` reads it from stdin
+    pub input: Option<String>,
+    /// Keep agent state (read cache, tasks) between invocations under this name
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
+    /// Print events as JSON lines instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ResumeArgs {
+    /// The event `call` printed (a file, or - for stdin)
+    #[arg(long, value_name = "FILE")]
+    pub event: PathBuf,
+    /// The result: {"output": "...", "state": "success", "metadata": {...}} (a file, or - for stdin)
+    #[arg(long, value_name = "FILE")]
+    pub result: PathBuf,
+    /// Print the response as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The tool name (not with --batch)
+    pub tool: Option<String>,
+    /// The input JSON (not with --batch)
+    pub input: Option<String>,
+    /// Read JSON Lines requests on stdin, write one JSON line per request
+    #[arg(long, conflicts_with_all = ["tool", "input"])]
+    pub batch: bool,
+    /// Print the decision as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// The component file
+    pub file: PathBuf,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}

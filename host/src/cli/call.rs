@@ -1,0 +1,135 @@
+//! `toolhost call` and `toolhost resume`.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, bail};
+use toolhost::response::{ContentBlock, ResultState, ToolResponse};
+use toolhost::state::AgentState;
+use toolhost::{CallEvent, CallRequest, ExternalCall, ExternalResult, PermissionAnswer};
+
+use super::args::{CallArgs, Global, ResumeArgs};
+use super::{exit, prompt};
+
+pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
+    let host = global.host().await?;
+    let input = match args.input.as_deref() {
+        None => "{}".to_string(),
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).context("reading the input from stdin")?;
+            s
+        }
+        Some(text) => text.to_string(),
+    };
+    let session = match &args.session {
+        Some(name) => Some(open_session(&host.settings().state_dir(), name)?),
+        None => None,
+    };
+    let mut request = CallRequest::new(&args.tool, input);
+    if let Some(state) = &session {
+        request = request.session(state.clone());
+    }
+    let remember_target = match global.settings()?.1 {
+        Some(p) => p.display().to_string(),
+        None => "./toolhost.toml".to_string(),
+    };
+    let mut stream = host.call(request);
+    let mut stdout = std::io::stdout();
+    let mut code = exit::ERROR;
+    let mut refusal: Option<String> = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            CallEvent::Chunk(chunk) => {
+                if args.json {
+                    writeln!(stdout, "{}", serde_json::json!({"type": "chunk", "chunk": chunk}))?;
+                } else {
+                    for block in &chunk.content {
+                        match block {
+                            ContentBlock::Text { text } => write!(stdout, "{text}")?,
+                            ContentBlock::Data { media_type, data, name, .. } => {
+                                writeln!(stdout, "[{media_type}, {} bytes{}]", data.len(), name.as_deref().map(|n| format!(", {n}")).unwrap_or_default())?
+                            }
+                        }
+                    }
+                }
+                stdout.flush()?;
+            }
+            CallEvent::PermissionRequest(req) => {
+                let answer = if prompt::interactive() {
+                    prompt::ask(&req.tool, &req.input, &req.decision, &remember_target)
+                } else {
+                    refusal = Some(prompt::not_asked(&req.tool, &req.decision));
+                    PermissionAnswer::Deny
+                };
+                req.answer(answer);
+            }
+            CallEvent::ExternalExecution(ext) => {
+                writeln!(stdout, "{}", serde_json::to_string(&ext)?)?;
+                eprintln!(
+                    "{} requires external execution: carry it out, then run `toolhost resume --event EVENT.json --result RESULT.json`",
+                    ext.tool
+                );
+                code = exit::EXTERNAL;
+            }
+            CallEvent::Finished(response) => {
+                if args.json {
+                    writeln!(stdout, "{}", serde_json::json!({"type": "response", "response": response}))?;
+                } else if response.state == ResultState::Denied {
+                    // The denial text is the response's content; make sure it is seen.
+                    let text = refusal.take().unwrap_or_else(|| response.text());
+                    eprintln!("{text}");
+                } else if !response.text().ends_with('\n') && !response.content.is_empty() {
+                    writeln!(stdout)?;
+                }
+                code = match response.state {
+                    ResultState::Success | ResultState::Running => exit::OK,
+                    ResultState::Denied => exit::DENIED,
+                    ResultState::Error | ResultState::Interrupted => exit::ERROR,
+                };
+            }
+        }
+    }
+    if let Some(state) = session {
+        state.save().context("saving the session state")?;
+    }
+    Ok(code)
+}
+
+/// Opens (or starts) the session state file `<state_dir>/<name>.json`.
+fn open_session(dir: &Path, name: &str) -> Result<Arc<AgentState>> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') || name.starts_with('.') {
+        bail!("session name '{name}' may only contain letters, digits, '-', '_' and '.' (not leading)");
+    }
+    let path: PathBuf = dir.join(format!("{name}.json"));
+    Ok(Arc::new(AgentState::open(&path)?))
+}
+
+fn read_json_arg<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
+    let text = if path == Path::new("-") {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s)?;
+        s
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("reading the {what} from {}", path.display()))?
+    };
+    serde_json::from_str(&text).with_context(|| format!("the {what} in {} is not valid", path.display()))
+}
+
+pub async fn resume(global: &Global, args: ResumeArgs) -> Result<u8> {
+    let host = global.host().await?;
+    let event: ExternalCall = read_json_arg(&args.event, "event")?;
+    let result: ExternalResult = read_json_arg(&args.result, "result")?;
+    let response: ToolResponse = host.complete_external(&event, result)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&response)?);
+    } else {
+        println!("{}", response.text());
+    }
+    Ok(match response.state {
+        ResultState::Success | ResultState::Running => exit::OK,
+        ResultState::Denied => exit::DENIED,
+        _ => exit::ERROR,
+    })
+}

@@ -1,0 +1,111 @@
+//! `toolhost list` and `toolhost describe`.
+
+use anyhow::{Result, bail};
+use toolhost::tool::{Origin, ToolInfo};
+
+use super::args::{DescribeArgs, Global, ListArgs};
+use super::exit;
+
+pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
+    let host = global.host().await?;
+    let tools = host.list();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&tools)?);
+        return Ok(exit::OK);
+    }
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+    println!("{:width$}  {:5}  {:8}  {:8}  {}", "NAME", "FLAGS", "ORIGIN", "CAPS", "DESCRIPTION");
+    for t in &tools {
+        let summary = t.description.lines().next().unwrap_or("");
+        let summary: String = summary.chars().take(60).collect();
+        println!("{:width$}  {:5}  {:8}  {:8}  {summary}", t.name, flags(t), origin(t), caps(t));
+    }
+    println!("\nflags: r read-only, c concurrency-safe, x external, s state-injected");
+    Ok(exit::OK)
+}
+
+pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
+    let host = global.host().await?;
+    let Some(t) = host.describe(&args.tool) else {
+        let names: Vec<String> = host.list().into_iter().map(|t| t.name).collect();
+        bail!("no tool named '{}' is loaded (loaded: {})", args.tool, names.join(", "));
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&t)?);
+        return Ok(exit::OK);
+    }
+    let grants = host.grants_for(&t);
+    println!("{}\n", t.name);
+    println!("{}\n", t.description);
+    println!("read-only: {}   concurrency-safe: {}   external: {}   state-injected: {}", t.read_only, t.concurrency_safe, t.external, t.state_injected);
+    let from = match &t.origin {
+        Origin::Builtin => "built-in".to_string(),
+        Origin::File(p) => p.display().to_string(),
+    };
+    println!("origin: {from}   WIT: toolhost:tool@{}   sha256: {}", t.wit_version, t.sha256);
+    println!("declared capabilities: {}", declared(&t));
+    let roots: Vec<String> =
+        grants.fs.roots().iter().map(|r| format!("{} ({})", r.path.display(), if r.write { "rw" } else { "ro" })).collect();
+    println!(
+        "granted: files [{}], exec {}, state {}",
+        roots.join(", "),
+        if grants.process_exec { "yes" } else { "no" },
+        if grants.state { "yes" } else { "no" }
+    );
+    println!("\ninput schema:\n{}", serde_json::to_string_pretty(&t.input_schema)?);
+    Ok(exit::OK)
+}
+
+fn flags(t: &ToolInfo) -> String {
+    [(t.read_only, 'r'), (t.concurrency_safe, 'c'), (t.external, 'x'), (t.state_injected, 's')]
+        .iter()
+        .map(|(on, c)| if *on { *c } else { '-' })
+        .collect()
+}
+
+fn origin(t: &ToolInfo) -> String {
+    match &t.origin {
+        Origin::Builtin => "built-in".into(),
+        Origin::File(_) => "plugin".into(),
+    }
+}
+
+fn caps(t: &ToolInfo) -> String {
+    let c = &t.capabilities;
+    let mut out = String::new();
+    if !c.fs_read.is_empty() {
+        out.push('R');
+    }
+    if !c.fs_write.is_empty() {
+        out.push('W');
+    }
+    if c.process_exec {
+        out.push('X');
+    }
+    if c.state {
+        out.push('S');
+    }
+    if out.is_empty() { "-".into() } else { out }
+}
+
+/// The declared capabilities in words.
+pub fn declared(t: &ToolInfo) -> String {
+    let c = &t.capabilities;
+    let mut parts = Vec::new();
+    if !c.fs_read.is_empty() {
+        parts.push(format!("fs-read {}", c.fs_read.join(", ")));
+    }
+    if !c.fs_write.is_empty() {
+        parts.push(format!("fs-write {}", c.fs_write.join(", ")));
+    }
+    if c.process_exec {
+        parts.push("exec".into());
+    }
+    if c.network {
+        parts.push("network".into());
+    }
+    if c.state {
+        parts.push("state".into());
+    }
+    if parts.is_empty() { "none".into() } else { parts.join("; ") }
+}

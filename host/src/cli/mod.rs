@@ -1,0 +1,66 @@
+//! The `toolhost` command line: a thin layer over [`toolhost::Toolhost`].
+
+mod args;
+mod call;
+mod check;
+mod inspect;
+mod list;
+mod prompt;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use args::{Cli, Command};
+
+/// Exit codes, documented in `toolhost --help`.
+pub mod exit {
+    /// The call succeeded.
+    pub const OK: u8 = 0;
+    /// The tool reported an error, or toolhost failed.
+    pub const ERROR: u8 = 1;
+    /// The permission engine or the user denied the call.
+    pub const DENIED: u8 = 3;
+    /// The tool is external: the event was printed; finish with `toolhost resume`.
+    pub const EXTERNAL: u8 = 4;
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.global.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: could not start the async runtime: {e}");
+            return ExitCode::from(exit::ERROR);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit::ERROR)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        Command::List(a) => list::list(&cli.global, a).await,
+        Command::Describe(a) => list::describe(&cli.global, a).await,
+        Command::Call(a) => call::call(&cli.global, a).await,
+        Command::Resume(a) => call::resume(&cli.global, a).await,
+        Command::Check(a) => check::check(&cli.global, a).await,
+        Command::Inspect(a) => inspect::inspect(&cli.global, a).await,
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "toolhost=warn",
+        1 => "toolhost=info",
+        _ => "toolhost=debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+}

@@ -1,0 +1,225 @@
+//! [`ToolInstance`]: one fresh instance of a tool for one call, and the
+//! guarded entry into guest code (deadline, trap classification).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::anyhow;
+use tokio::sync::mpsc;
+use wasmtime::Store;
+
+use crate::backend::Backend;
+use crate::capability::Grants;
+use crate::permission::{self, Behavior, PolicyTool, Rule, ToolVerdict};
+use crate::response::Chunk;
+use crate::runtime::bindings::tool::{ToolComponent, ToolComponentPre};
+use crate::runtime::bindings::wit_types as wit;
+use crate::runtime::failure::GuestFailure;
+use crate::runtime::store::{CallSetup, Deadline, new_store};
+use crate::runtime::{CallState, Limits, Runtime};
+use crate::state::AgentState;
+
+/// Enters guest code under the store's deadline: `enter!(self, |store| call)`.
+macro_rules! enter {
+    ($self:ident, |$store:ident| $call:expr) => {{
+        let deadline = $self.store.data().deadline.clone();
+        let result = {
+            let $store = &mut $self.store;
+            with_deadline(&deadline, $call).await
+        };
+        $self.settle(result, &deadline)
+    }};
+}
+
+/// A live instance of a tool, owning its store.
+pub struct ToolInstance {
+    store: Store<CallState>,
+    bindings: Arc<ToolComponent>,
+    name: String,
+}
+
+/// Why a guest entry failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    /// The guest trapped, panicked, ran out of memory or time.
+    #[error(transparent)]
+    Guest(#[from] GuestFailure),
+}
+
+impl ToolInstance {
+    /// Instantiates a tool for one call.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn new(
+        runtime: &Runtime,
+        pre: &ToolComponentPre<CallState>,
+        name: &str,
+        grants: Arc<Grants>,
+        backend: Arc<dyn Backend>,
+        agent_state: Option<Arc<AgentState>>,
+        limits: Limits,
+        output: mpsc::Sender<Chunk>,
+    ) -> anyhow::Result<Self> {
+        let deadline = Deadline::new(limits.timeout(), std::time::Duration::from_millis(limits.max_process_timeout_ms));
+        let state = CallState::new(CallSetup {
+            tool: Arc::from(name),
+            grants,
+            backend,
+            agent_state,
+            limits,
+            deadline,
+            output,
+        });
+        let mut store = new_store(runtime, state);
+        let bindings = pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating {name}: {e:#}"))?;
+        Ok(Self { store, bindings: Arc::new(bindings), name: name.to_string() })
+    }
+
+    /// Instantiates a freshly loaded component with no grants and asks it
+    /// for its metadata (bounded by a 10 s deadline).
+    pub async fn probe(runtime: &Runtime, pre: &ToolComponentPre<CallState>, label: &str) -> anyhow::Result<wit::ToolMetadata> {
+        let limits = Limits { timeout_ms: 10_000, ..Limits::default() };
+        let (tx, _rx) = mpsc::channel(1);
+        let backend: Arc<dyn Backend> =
+            Arc::new(crate::backend::local::LocalBackend::new(std::env::temp_dir(), std::env::temp_dir()));
+        let mut instance = Self::new(runtime, pre, label, Arc::new(Grants::none(label)), backend, None, limits, tx).await?;
+        let bindings = instance.bindings.clone();
+        Ok(enter!(instance, |store| bindings.toolhost_tool_tool().call_metadata(store))?)
+    }
+
+    /// Re-arms the deadline for the next phase of the call (the time spent
+    /// waiting for a user's answer does not count against the tool).
+    pub fn rearm(&mut self, limits: &Limits) {
+        let data = self.store.data_mut();
+        data.deadline = Deadline::new(limits.timeout(), std::time::Duration::from_millis(limits.max_process_timeout_ms));
+    }
+
+    /// Whether the output cap cut this call's output.
+    pub fn output_truncated(&self) -> bool {
+        self.store.data().sink.truncated()
+    }
+
+    /// Turns the outcome of a guarded guest entry into a value or a
+    /// [`GuestFailure`] naming the cause.
+    fn settle<T>(&self, result: Option<wasmtime::Result<T>>, deadline: &Deadline) -> Result<T, GuestFailure> {
+        let limits = self.store.data().call_limits;
+        match result {
+            Some(Ok(value)) => Ok(value),
+            Some(Err(err)) => {
+                let tail = self.store.data().stderr_tail();
+                let timed_out = deadline.remaining().is_zero();
+                Err(GuestFailure::classify(&err, &tail, timed_out, limits.timeout_ms, limits.max_memory_bytes))
+            }
+            None => Err(GuestFailure::Timeout { limit_ms: limits.timeout_ms }),
+        }
+    }
+
+    /// Runs the tool's `call` with `input`; chunks go to the output channel
+    /// given at instantiation. Consumes the instance: it is never reused.
+    pub async fn call(mut self, input: &str) -> Result<Result<(), wit::ToolError>, GuestFailure> {
+        let bindings = self.bindings.clone();
+        enter!(self, |store| bindings.toolhost_tool_tool().call_call(store, input))
+    }
+}
+
+/// Awaits `fut` until it finishes or the (extendable) deadline passes;
+/// `None` on timeout, after which the future is dropped, cancelling any host
+/// I/O in flight (and killing processes it started).
+pub async fn with_deadline<T>(deadline: &Deadline, fut: impl Future<Output = T>) -> Option<T> {
+    tokio::pin!(fut);
+    loop {
+        let until = tokio::time::Instant::from_std(deadline.until());
+        tokio::select! {
+            value = &mut fut => return Some(value),
+            _ = tokio::time::sleep_until(until) => {
+                if deadline.remaining().is_zero() {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+fn mode(m: permission::Mode) -> wit::PermissionMode {
+    match m {
+        permission::Mode::Default => wit::PermissionMode::Default,
+        permission::Mode::AcceptEdits => wit::PermissionMode::AcceptEdits,
+        permission::Mode::Explore => wit::PermissionMode::Explore,
+        permission::Mode::Bypass => wit::PermissionMode::Bypass,
+        permission::Mode::DontAsk => wit::PermissionMode::DontAsk,
+    }
+}
+
+fn behavior_to_wit(b: Behavior) -> wit::PermissionBehavior {
+    match b {
+        Behavior::Allow => wit::PermissionBehavior::Allow,
+        Behavior::Deny => wit::PermissionBehavior::Deny,
+        Behavior::Ask => wit::PermissionBehavior::Ask,
+        Behavior::Passthrough => wit::PermissionBehavior::Passthrough,
+    }
+}
+
+fn behavior_from_wit(b: wit::PermissionBehavior) -> Behavior {
+    match b {
+        wit::PermissionBehavior::Allow => Behavior::Allow,
+        wit::PermissionBehavior::Deny => Behavior::Deny,
+        wit::PermissionBehavior::Ask => Behavior::Ask,
+        wit::PermissionBehavior::Passthrough => Behavior::Passthrough,
+    }
+}
+
+fn context(ctx: &permission::Context) -> wit::PermissionContext {
+    wit::PermissionContext {
+        mode: mode(ctx.mode),
+        working_directories: ctx.working_dirs.clone(),
+        cwd: ctx.cwd.clone(),
+        home: ctx.home.clone(),
+        tool_config: ctx.tool_config.to_string(),
+    }
+}
+
+impl PolicyTool for ToolInstance {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn check_read_only(&mut self, input: &str) -> anyhow::Result<bool> {
+        let bindings = self.bindings.clone();
+        Ok(enter!(self, |s| bindings.toolhost_tool_tool().call_check_read_only(s, input))?)
+    }
+
+    async fn check_permissions(&mut self, input: &str, ctx: &permission::Context) -> anyhow::Result<ToolVerdict> {
+        let bindings = self.bindings.clone();
+        let ctx = context(ctx);
+        let d = enter!(self, |s| bindings.toolhost_tool_tool().call_check_permissions(s, input, &ctx))?;
+        Ok(ToolVerdict {
+            behavior: behavior_from_wit(d.behavior),
+            message: d.message,
+            reason: d.reason,
+            bypass_immune: d.bypass_immune,
+        })
+    }
+
+    async fn match_rule(
+        &mut self,
+        behavior: Behavior,
+        contents: &[String],
+        input: &str,
+        ctx: &permission::Context,
+    ) -> anyhow::Result<Option<usize>> {
+        let bindings = self.bindings.clone();
+        let ctx = context(ctx);
+        let b = behavior_to_wit(behavior);
+        let index = enter!(self, |s| bindings.toolhost_tool_tool().call_match_rule(s, b, contents, input, &ctx))?;
+        Ok(index.map(|i| i as usize))
+    }
+
+    async fn suggestions(&mut self, input: &str, ctx: &permission::Context) -> anyhow::Result<Vec<Rule>> {
+        let bindings = self.bindings.clone();
+        let ctx = context(ctx);
+        let rules = enter!(self, |s| bindings.toolhost_tool_tool().call_generate_suggestions(s, input, &ctx))?;
+        Ok(rules
+            .into_iter()
+            .map(|r| Rule { tool: r.tool_name, content: r.rule_content, behavior: behavior_from_wit(r.behavior) })
+            .collect())
+    }
+}

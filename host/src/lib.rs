@@ -1,0 +1,23 @@
+//! toolhost: a host for AI-agent tools that run as WebAssembly components.
+//!
+//! Every tool, the built-ins included, is a WASI 0.2 component built against
+//! the WIT package `toolhost:tool` (`wit/`). This crate owns everything that
+//! needs authority: the permission engine, capability-scoped backends,
+//! per-call limits, loading, and the call pipeline. The `toolhost` binary
+//! (src/main.rs) is a thin CLI over [`Toolhost`].
+
+pub mod backend;
+pub mod permission;
+pub mod capability;
+pub mod response;
+pub mod runtime;
+pub mod state;
+pub mod instance;
+pub mod tool;
+pub mod settings;
+pub mod events;
+pub mod builtin;
+mod toolhost;
+
+pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer, PermissionRequest};
+pub use toolhost::{CallRequest, ExternalResult, Toolhost, ToolhostBuilder, tool_error_text};

@@ -1,0 +1,249 @@
+//! `toolhost check --batch`: one JSON request per input line, one JSON
+//! answer per output line.
+//!
+//! A request names a tool and its input, and may override any part of the
+//! context and the rules:
+//!
+//! ```json
+//! {"id": 1, "tool": "Bash", "input": {"command": "git push"}, "mode": "default",
+//!  "rules": {"allow": ["Bash(git:*)"], "deny": [], "ask": []}}
+//! ```
+//!
+//! Every key but `tool` and `input` is optional. A key that is present
+//! replaces the configured value (from `toolhost.toml` and the command line)
+//! wholesale: `rules` replaces all three configured lists, `working_dirs` the
+//! configured directories, so a request can be evaluated on its own.
+//!
+//! The answer is [`decision_json`] or, when the request cannot be evaluated,
+//! [`error_json`]. The CLI loop is: [`CheckRequest::parse`] each line,
+//! instantiate the tool it names, build the [`Context`] and [`RuleSet`] with
+//! [`CheckRequest::context`] and [`CheckRequest::rule_set`], [`evaluate`],
+//! print [`decision_json`]; [`answer_line`] does all of that given a way to
+//! instantiate tools.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Context, Decision, Mode, PolicyTool, RuleSet, evaluate};
+
+/// The `rules` object of a request: rule texts per behaviour.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RulesJson {
+    /// Allow rules, e.g. `"Bash(git:*)"`.
+    pub allow: Vec<String>,
+    /// Deny rules.
+    pub deny: Vec<String>,
+    /// Ask rules.
+    pub ask: Vec<String>,
+}
+
+/// One line of `toolhost check --batch` input.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckRequest {
+    /// Echoed in the answer; any JSON value (`null` when absent).
+    #[serde(default)]
+    pub id: Value,
+    /// The tool's name.
+    pub tool: String,
+    /// The tool's input: a JSON object.
+    pub input: Value,
+    /// Overrides the mode.
+    #[serde(default)]
+    pub mode: Option<Mode>,
+    /// Overrides the working directories (absolute paths).
+    #[serde(default)]
+    pub working_dirs: Option<Vec<String>>,
+    /// Overrides the directory relative paths are resolved against (absolute).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Overrides what `~` means (absolute).
+    #[serde(default)]
+    pub home: Option<String>,
+    /// Replaces the configured rules.
+    #[serde(default)]
+    pub rules: Option<RulesJson>,
+    /// Replaces the tool's configuration (a JSON object).
+    #[serde(default)]
+    pub tool_config: Option<Value>,
+}
+
+/// A request line that cannot be evaluated. `id` is the request's id when
+/// the line was a JSON object carrying one, else `null`, so the answer can
+/// still be matched to its line.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct CheckRequestError {
+    /// The request's id, as far as it could be read.
+    pub id: Value,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl CheckRequest {
+    /// Parses and validates one JSON line: `tool` must be non-empty, `input`
+    /// and `tool_config` JSON objects, `working_dirs`, `cwd` and `home`
+    /// absolute paths.
+    pub fn parse(line: &str) -> Result<CheckRequest, CheckRequestError> {
+        let raw: Value = serde_json::from_str(line).map_err(|e| CheckRequestError {
+            id: Value::Null,
+            message: format!(
+                "the request is not valid JSON ({e}); write one JSON object per line, \
+                 e.g. {{\"id\": 1, \"tool\": \"Bash\", \"input\": {{\"command\": \"ls\"}}}}"
+            ),
+        })?;
+        let id = raw.get("id").cloned().unwrap_or(Value::Null);
+        let fail = |message: String| CheckRequestError {
+            id: id.clone(),
+            message,
+        };
+        if !raw.is_object() {
+            return Err(fail(
+                "the request must be a JSON object with at least `tool` and `input`".into(),
+            ));
+        }
+        let req: CheckRequest = serde_json::from_value(raw).map_err(|e| {
+            fail(format!(
+                "invalid request: {e}; the keys are id, tool, input, mode, working_dirs, cwd, \
+                 home, rules ({{allow, deny, ask}}: lists of rule texts) and tool_config"
+            ))
+        })?;
+        if req.tool.trim().is_empty() {
+            return Err(fail(
+                "`tool` is empty: give the name of a loaded tool".into(),
+            ));
+        }
+        if !req.input.is_object() {
+            return Err(fail(format!(
+                "`input` must be a JSON object (the tool's arguments), not {}",
+                json_kind(&req.input)
+            )));
+        }
+        if let Some(cfg) = &req.tool_config
+            && !cfg.is_object()
+        {
+            return Err(fail(format!(
+                "`tool_config` must be a JSON object, not {}",
+                json_kind(cfg)
+            )));
+        }
+        for dir in req.working_dirs.iter().flatten() {
+            if !Path::new(dir).is_absolute() {
+                return Err(fail(format!(
+                    "working directory `{dir}` is not an absolute path; give it in full, e.g. `/home/me/project`"
+                )));
+            }
+        }
+        for (key, value) in [("cwd", &req.cwd), ("home", &req.home)] {
+            if let Some(path) = value
+                && !Path::new(path).is_absolute()
+            {
+                return Err(fail(format!(
+                    "`{key}` `{path}` is not an absolute path; give it in full"
+                )));
+            }
+        }
+        Ok(req)
+    }
+
+    /// The tool input as JSON text, as the tool receives it.
+    pub fn input_text(&self) -> String {
+        self.input.to_string()
+    }
+
+    /// `base` with the request's overrides applied.
+    pub fn context(&self, base: &Context) -> Context {
+        Context {
+            mode: self.mode.unwrap_or(base.mode),
+            working_dirs: self
+                .working_dirs
+                .clone()
+                .unwrap_or_else(|| base.working_dirs.clone()),
+            cwd: self.cwd.clone().unwrap_or_else(|| base.cwd.clone()),
+            home: self.home.clone().unwrap_or_else(|| base.home.clone()),
+            tool_config: self
+                .tool_config
+                .clone()
+                .unwrap_or_else(|| base.tool_config.clone()),
+        }
+    }
+
+    /// The request's rules when it has a `rules` key, else `base`.
+    pub fn rule_set(&self, base: &RuleSet) -> Result<RuleSet, super::RuleSyntaxError> {
+        match &self.rules {
+            Some(r) => RuleSet::from_strings(&r.allow, &r.deny, &r.ask),
+            None => Ok(base.clone()),
+        }
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The answer line for a decision, with exactly these keys in this order:
+/// `id`, `behavior`, `bypass_immune`, `source`, `rule`, `message`, `reason`,
+/// `read_only`, `tool_check` (`{behavior, bypass_immune, message}` or
+/// `null`), `suggested_rules` (rule texts).
+pub fn decision_json(id: &Value, d: &Decision) -> Value {
+    json!({
+        "id": id,
+        "behavior": d.behavior.as_str(),
+        "bypass_immune": d.bypass_immune,
+        "source": d.source.as_str(),
+        "rule": d.rule,
+        "message": d.message,
+        "reason": d.reason,
+        "read_only": d.read_only,
+        "tool_check": d.tool_check.as_ref().map(|v| json!({
+            "behavior": v.behavior.as_str(),
+            "bypass_immune": v.bypass_immune,
+            "message": v.message,
+        })),
+        "suggested_rules": d.suggested_rules.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+    })
+}
+
+/// The answer line for a request that could not be evaluated:
+/// `{"id": …, "error": "…"}`.
+pub fn error_json(id: &Value, msg: &str) -> Value {
+    json!({ "id": id, "error": msg })
+}
+
+/// Answers one request line end to end.
+///
+/// `resolve` gets the parsed request and returns the tool (a fresh instance
+/// of the tool it names) with the configured context and rules for it; an
+/// error (unknown tool, failed instantiation) becomes an [`error_json`]
+/// line, as do malformed lines and malformed rules.
+pub async fn answer_line<T, F>(line: &str, resolve: F) -> Value
+where
+    T: PolicyTool,
+    F: AsyncFnOnce(&CheckRequest) -> anyhow::Result<(T, Context, RuleSet)>,
+{
+    let req = match CheckRequest::parse(line) {
+        Ok(req) => req,
+        Err(e) => return error_json(&e.id, &e.message),
+    };
+    let (mut tool, base_ctx, base_rules) = match resolve(&req).await {
+        Ok(found) => found,
+        Err(e) => return error_json(&req.id, &format!("{e:#}")),
+    };
+    let rules = match req.rule_set(&base_rules) {
+        Ok(rules) => rules,
+        Err(e) => return error_json(&req.id, &e.to_string()),
+    };
+    let ctx = req.context(&base_ctx);
+    let decision = evaluate(&mut tool, &req.input_text(), &ctx, &rules).await;
+    decision_json(&req.id, &decision)
+}

@@ -1,0 +1,40 @@
+//! Host bindings generated from `wit/v0.1.0`, one module per world.
+//!
+//! Every import is `async` (host I/O never blocks a runtime thread) and
+//! `trappable` (a broken host invariant traps the guest instead of panicking
+//! the host). When a new WIT version is released, it gets a sibling module
+//! (`v0_2_0`) and the loader picks the module by the component's exports.
+
+/// The `tool-component` world: what a tool imports and exports.
+pub mod tool {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.1.0",
+        world: "tool-component",
+        imports: { default: async | trappable },
+        exports: { default: async },
+        with: {
+            "toolhost:tool/backend.process": crate::runtime::imports::backend::ProcessHandle,
+        },
+    });
+}
+
+/// The `middleware-component` world. Shares every interface with [`tool`].
+pub mod middleware {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.1.0",
+        world: "middleware-component",
+        imports: { default: async | trappable },
+        exports: { default: async },
+        with: {
+            "toolhost:tool/types": super::tool::toolhost::tool::types,
+            "toolhost:tool/log": super::tool::toolhost::tool::log,
+            "toolhost:tool/output": super::tool::toolhost::tool::output,
+            "toolhost:tool/backend": super::tool::toolhost::tool::backend,
+            "toolhost:tool/state": super::tool::toolhost::tool::state,
+            "toolhost:tool/chain.inner-call": crate::runtime::imports::chain::InnerCall,
+            "toolhost:tool/chain.next-handler": crate::runtime::imports::chain::NextHandler,
+        },
+    });
+}
+
+pub use tool::toolhost::tool::types as wit_types;

@@ -1,0 +1,16 @@
+use crate::runtime::CallState;
+use crate::runtime::bindings::tool::toolhost::tool::log::{Host, Level};
+
+impl Host for CallState {
+    async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        let tool = &*self.tool;
+        match level {
+            Level::Trace => tracing::trace!(tool, "{message}"),
+            Level::Debug => tracing::debug!(tool, "{message}"),
+            Level::Info => tracing::info!(tool, "{message}"),
+            Level::Warn => tracing::warn!(tool, "{message}"),
+            Level::Error => tracing::error!(tool, "{message}"),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,183 @@
+//! The wasmtime runtime: one engine per host, a compile cache, per-call
+//! stores with limits, and the host side of every WIT import.
+//!
+//! Isolation: every call gets a fresh `Store` and instance (from the pooling
+//! allocator when the machine allows it), so nothing leaks between calls or
+//! callers. Every call has a budget ([`Limits`]): a wall-clock deadline
+//! enforced both by epoch interruption (guest code) and by a timer around the
+//! whole call (host imports), a linear-memory cap, and an output cap.
+
+pub mod bindings;
+pub mod cache;
+pub mod failure;
+pub mod imports;
+pub mod store;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine};
+
+pub use cache::{CacheOutcome, CompileCache};
+pub use store::CallState;
+
+/// How often the epoch ticks; deadlines are counted in ticks.
+pub const EPOCH_TICK: Duration = Duration::from_millis(2);
+
+/// The budget of one call. Security-relevant defaults: 120 s wall clock,
+/// 256 MiB of linear memory, 8 MiB of output, processes at most 600 s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Wall-clock deadline of a call, in milliseconds.
+    pub timeout_ms: u64,
+    /// Linear-memory cap per instance, in bytes.
+    pub max_memory_bytes: u64,
+    /// Output cap per call, in bytes of content.
+    pub max_output_bytes: u64,
+    /// The longest a tool may ask a process to run, in milliseconds. A call
+    /// that starts a process gets its deadline extended to cover it.
+    pub max_process_timeout_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            timeout_ms: 120_000,
+            max_memory_bytes: 256 << 20,
+            max_output_bytes: 8 << 20,
+            max_process_timeout_ms: 600_000,
+        }
+    }
+}
+
+impl Limits {
+    /// The call deadline as a duration.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+}
+
+/// Options for building a [`Runtime`].
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeOptions {
+    /// Where compiled components are cached; `None` disables the cache.
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// Per-call limits (the memory cap also sizes the pooling allocator).
+    pub limits: Limits,
+    /// Use the pooling allocator if the machine allows it (default true).
+    pub disable_pooling: bool,
+}
+
+/// One wasmtime engine with its linkers and compile cache.
+pub struct Runtime {
+    engine: Engine,
+    tool_linker: Linker<CallState>,
+    cache: Option<CompileCache>,
+    pooling: bool,
+    _ticker: EpochTicker,
+}
+
+impl Runtime {
+    /// Builds the engine (pooling allocator first, on-demand if the machine
+    /// refuses the reservation), the linkers, and starts the epoch ticker.
+    pub fn new(options: &RuntimeOptions) -> Result<Self> {
+        let (engine, pooling) = match options.disable_pooling {
+            false => match Engine::new(&config(options, true)) {
+                Ok(engine) => (engine, true),
+                Err(e) => {
+                    tracing::info!("pooling allocator unavailable ({e:#}); using on-demand allocation");
+                    (Engine::new(&config(options, false)).map_err(anyhow::Error::from).context("creating the wasmtime engine")?, false)
+                }
+            },
+            true => (Engine::new(&config(options, false)).map_err(anyhow::Error::from).context("creating the wasmtime engine")?, false),
+        };
+        let tool_linker = imports::tool_linker(&engine)?;
+        let cache = match &options.cache_dir {
+            Some(dir) => Some(CompileCache::open(dir, &engine)?),
+            None => None,
+        };
+        let ticker = EpochTicker::start(engine.clone());
+        Ok(Self { engine, tool_linker, cache, pooling, _ticker: ticker })
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The linker for the `tool-component` world.
+    pub fn tool_linker(&self) -> &Linker<CallState> {
+        &self.tool_linker
+    }
+
+    /// Whether instances come from the pooling allocator.
+    pub fn pooling(&self) -> bool {
+        self.pooling
+    }
+
+    /// Compiles a component, through the cache when there is one.
+    pub fn compile(&self, bytes: &[u8]) -> Result<(Component, CacheOutcome)> {
+        match &self.cache {
+            Some(cache) => cache.get_or_compile(&self.engine, bytes),
+            None => Ok((Component::new(&self.engine, bytes)?, CacheOutcome::Disabled)),
+        }
+    }
+}
+
+fn config(options: &RuntimeOptions, pooling: bool) -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    // Deep recursion must trap as a stack overflow well before the host's
+    // own stack is at risk.
+    config.max_wasm_stack(1 << 20);
+    if pooling {
+        let mut pool = wasmtime::PoolingAllocationConfig::default();
+        let memory = usize::try_from(options.limits.max_memory_bytes).unwrap_or(usize::MAX);
+        pool.max_memory_size(memory);
+        pool.total_component_instances(256);
+        pool.total_core_instances(512);
+        pool.total_memories(256);
+        pool.total_tables(512);
+        pool.max_memories_per_component(4);
+        pool.max_tables_per_component(8);
+        pool.max_core_instances_per_component(32);
+        config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+    }
+    config
+}
+
+/// Increments the engine epoch every [`EPOCH_TICK`] until dropped.
+struct EpochTicker {
+    stop: Arc<AtomicBool>,
+}
+
+impl EpochTicker {
+    fn start(engine: Engine) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let spawned = std::thread::Builder::new().name("toolhost-epoch".into()).spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        });
+        if let Err(e) = spawned {
+            // Without the ticker deadlines still hold through the host timer,
+            // but a spinning guest would hold its thread: say so loudly.
+            tracing::error!("could not start the epoch ticker thread: {e}");
+        }
+        Self { stop }
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}

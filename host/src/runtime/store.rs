@@ -1,0 +1,212 @@
+//! [`CallState`]: what one store (one instance, one call) carries.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use wasmtime::component::ResourceTable;
+use wasmtime::{Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::{EPOCH_TICK, Limits, Runtime};
+use crate::backend::Backend;
+use crate::capability::Grants;
+use crate::response::{Chunk, ContentBlock, ResultState};
+use crate::state::AgentState;
+
+/// How much of a guest's stderr is kept (panic messages end up there).
+const STDERR_CAPACITY: usize = 16 * 1024;
+
+/// A wall-clock deadline shared by a call's guest code (epoch callback) and
+/// its host imports (the timer around the call). Starting a long process
+/// may extend it, up to the configured maximum.
+#[derive(Debug, Clone)]
+pub struct Deadline {
+    until: Arc<Mutex<Instant>>,
+    max_extension: Duration,
+}
+
+impl Deadline {
+    /// A deadline `timeout` from now that may be extended to cover processes
+    /// of at most `max_process`.
+    pub fn new(timeout: Duration, max_process: Duration) -> Self {
+        Self { until: Arc::new(Mutex::new(Instant::now() + timeout)), max_extension: max_process }
+    }
+
+    /// When the call must end.
+    pub fn until(&self) -> Instant {
+        *self.until.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Time left (zero once passed).
+    pub fn remaining(&self) -> Duration {
+        self.until().saturating_duration_since(Instant::now())
+    }
+
+    /// Makes sure at least `needed` (capped at the maximum process time)
+    /// plus a grace period remains.
+    pub fn extend_for(&self, needed: Duration) {
+        let wanted = Instant::now() + needed.min(self.max_extension) + Duration::from_secs(5);
+        let mut until = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        if wanted > *until {
+            *until = wanted;
+        }
+    }
+}
+
+/// Where a call's chunks go, with the output cap applied.
+pub struct OutputSink {
+    tx: mpsc::Sender<Chunk>,
+    used: u64,
+    cap: u64,
+    truncated: bool,
+}
+
+impl OutputSink {
+    /// A sink sending to `tx`, allowing `cap` bytes of content.
+    pub fn new(tx: mpsc::Sender<Chunk>, cap: u64) -> Self {
+        Self { tx, used: 0, cap, truncated: false }
+    }
+
+    /// Whether the cap cut the output.
+    pub fn truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// Sends a chunk, cutting it at the cap (and noting the cut once).
+    /// Returns false once the cap is reached or the receiver is gone.
+    pub async fn emit(&mut self, mut chunk: Chunk) -> bool {
+        if self.truncated {
+            return false;
+        }
+        let mut kept = Vec::with_capacity(chunk.content.len());
+        for block in chunk.content.drain(..) {
+            let room = self.cap.saturating_sub(self.used);
+            let weight = block.weight() as u64;
+            if weight <= room {
+                self.used += weight;
+                kept.push(block);
+                continue;
+            }
+            if let ContentBlock::Text { text } = block {
+                let mut end = usize::try_from(room).unwrap_or(usize::MAX).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                kept.push(ContentBlock::text(&text[..end]));
+            }
+            kept.push(ContentBlock::text(format!(
+                "\n... (output truncated: the call exceeded its output limit of {} bytes; raise limits.max_output_bytes to see more)",
+                self.cap
+            )));
+            self.truncated = true;
+            break;
+        }
+        chunk.content = kept;
+        let sent = self.tx.send(chunk).await.is_ok();
+        sent && !self.truncated
+    }
+
+    /// Sends a chunk that bypasses the cap (host-made error notes).
+    pub async fn emit_note(&mut self, text: String, state: ResultState) {
+        let _ = self.tx.send(Chunk::text(text, state)).await;
+    }
+}
+
+/// The data of one store: WASI context, resource table, limits, grants,
+/// backend, agent state and output of one call.
+pub struct CallState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limits: StoreLimits,
+    pub(crate) tool: Arc<str>,
+    pub(crate) grants: Arc<Grants>,
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) agent_state: Option<Arc<AgentState>>,
+    pub(crate) sink: OutputSink,
+    pub(crate) stderr: MemoryOutputPipe,
+    pub(crate) deadline: Deadline,
+    pub(crate) call_limits: Limits,
+    /// For middleware stores: how to run the inner layers.
+    pub(crate) chain: Option<Arc<dyn crate::runtime::imports::chain::ChainRunner>>,
+}
+
+/// Everything needed to build a [`CallState`].
+pub struct CallSetup {
+    /// The tool (or middleware) name, for logs and errors.
+    pub tool: Arc<str>,
+    /// Linked capabilities.
+    pub grants: Arc<Grants>,
+    /// The active backend.
+    pub backend: Arc<dyn Backend>,
+    /// The agent state, if the tool may use it.
+    pub agent_state: Option<Arc<AgentState>>,
+    /// The call's budget.
+    pub limits: Limits,
+    /// The call's deadline.
+    pub deadline: Deadline,
+    /// Where chunks go.
+    pub output: mpsc::Sender<Chunk>,
+}
+
+impl CallState {
+    /// Builds the state: an empty WASI context (no files, no environment,
+    /// no network, no stdin; stdout discarded, stderr kept for panic messages).
+    pub fn new(setup: CallSetup) -> Self {
+        let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
+        let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
+        let memory = usize::try_from(setup.limits.max_memory_bytes).unwrap_or(usize::MAX);
+        let limits = StoreLimitsBuilder::new().memory_size(memory).trap_on_grow_failure(true).build();
+        Self {
+            wasi,
+            table: ResourceTable::new(),
+            limits,
+            tool: setup.tool,
+            grants: setup.grants,
+            backend: setup.backend,
+            agent_state: setup.agent_state,
+            sink: OutputSink::new(setup.output, setup.limits.max_output_bytes),
+            stderr,
+            deadline: setup.deadline,
+            call_limits: setup.limits,
+            chain: None,
+        }
+    }
+
+    /// The last lines the guest wrote to stderr (a panic message, usually).
+    pub fn stderr_tail(&self) -> String {
+        let bytes = self.stderr.contents();
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(5)..].join("\n")
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// A store for one call: limits installed, the epoch deadline armed through
+/// a callback that consults the shared [`Deadline`] and yields to the async
+/// executor every few milliseconds so a spinning guest cannot starve others.
+pub fn new_store(runtime: &Runtime, state: CallState) -> Store<CallState> {
+    let mut store = Store::new(runtime.engine(), state);
+    store.limiter(|s| &mut s.limits);
+    store.set_epoch_deadline(slice_ticks());
+    store.epoch_deadline_callback(|ctx| {
+        if ctx.data().deadline.remaining().is_zero() {
+            Ok(UpdateDeadline::Interrupt)
+        } else {
+            Ok(UpdateDeadline::Yield(slice_ticks()))
+        }
+    });
+    store
+}
+
+/// Guest code runs this many ticks between deadline checks (10 ms).
+fn slice_ticks() -> u64 {
+    (Duration::from_millis(10).as_micros() / EPOCH_TICK.as_micros()).max(1) as u64
+}

@@ -1,0 +1,217 @@
+//! `toolhost.toml`: every setting in one file, each also a CLI flag.
+//!
+//! ```toml
+//! [permissions]
+//! mode = "default"                    # default, accept_edits, explore, bypass, dont_ask
+//! allow = ["Bash(git status:*)", "Edit(/work/src/**)"]
+//! deny = ["Bash(rm:*)"]
+//! ask = []
+//! working_dirs = ["/work/project"]    # default: the current directory
+//!
+//! read_roots = ["/usr/share/doc"]     # extra read-only roots for built-ins
+//! plugins = ["tools/word_count.wasm"]
+//! plugin_dirs = ["tools/"]
+//!
+//! [grants.WordCount]                  # third-party tools get nothing unless granted
+//! fs_read = ["$WORKDIRS"]
+//!
+//! [limits]
+//! timeout_ms = 120000
+//! max_memory_bytes = 268435456
+//! max_output_bytes = 8388608
+//!
+//! [tools.Bash]                        # a tool's own settings
+//! dangerous_files = [".env", ".bashrc"]
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::capability::Policy;
+use crate::permission::settings::PermissionSettings;
+use crate::runtime::Limits;
+
+/// The default settings file name, looked up in the current directory.
+pub const SETTINGS_FILE: &str = "toolhost.toml";
+
+/// Which backend runs file and process operations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendKind {
+    /// This machine, scoped by cap-std.
+    #[default]
+    Local,
+}
+
+/// The whole settings file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Mode, rules and working directories.
+    pub permissions: PermissionSettings,
+    /// Extra read-only roots given to the built-in tools.
+    pub read_roots: Vec<PathBuf>,
+    /// Plugin files to load.
+    pub plugins: Vec<PathBuf>,
+    /// Directories whose `.wasm` files are loaded as plugins.
+    pub plugin_dirs: Vec<PathBuf>,
+    /// Load the embedded built-in tools (default true).
+    pub builtins: bool,
+    /// Capabilities granted per plugin tool name.
+    pub grants: BTreeMap<String, Policy>,
+    /// Per-call limits.
+    pub limits: Limits,
+    /// Each tool's own settings (`[tools.Bash]`), passed to the tool as JSON.
+    pub tools: BTreeMap<String, toml::Table>,
+    /// The execution backend.
+    pub backend: BackendKind,
+    /// Where compiled components are cached (default: the user cache dir).
+    pub cache_dir: Option<PathBuf>,
+    /// Where session state files live (default: `.toolhost/sessions`).
+    pub state_dir: Option<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            permissions: PermissionSettings::default(),
+            read_roots: Vec::new(),
+            plugins: Vec::new(),
+            plugin_dirs: Vec::new(),
+            builtins: true,
+            grants: BTreeMap::new(),
+            limits: Limits::default(),
+            tools: BTreeMap::new(),
+            backend: BackendKind::default(),
+            cache_dir: None,
+            state_dir: None,
+        }
+    }
+}
+
+impl Settings {
+    /// Reads a settings file. Relative paths in it are resolved against the
+    /// file's directory. Errors name the file and the offending key.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading settings file {}", path.display()))?;
+        let mut settings: Settings =
+            toml::from_str(&text).with_context(|| format!("settings file {} is invalid", path.display()))?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let base = if base.as_os_str().is_empty() { std::env::current_dir()? } else { base };
+        settings.resolve_relative(&base);
+        Ok(settings)
+    }
+
+    /// Loads `path` if given, else `./toolhost.toml` if it exists, else the
+    /// defaults. Returns the settings and the file they came from.
+    pub fn discover(path: Option<&Path>) -> Result<(Self, Option<PathBuf>)> {
+        match path {
+            Some(p) => Ok((Self::load(p)?, Some(p.to_path_buf()))),
+            None => {
+                let default = Path::new(SETTINGS_FILE);
+                if default.exists() {
+                    let abs = std::env::current_dir()?.join(default);
+                    Ok((Self::load(&abs)?, Some(abs)))
+                } else {
+                    Ok((Self::default(), None))
+                }
+            }
+        }
+    }
+
+    fn resolve_relative(&mut self, base: &Path) {
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        self.plugins.iter_mut().for_each(fix);
+        self.plugin_dirs.iter_mut().for_each(fix);
+        self.read_roots.iter_mut().for_each(fix);
+        if let Some(p) = self.cache_dir.as_mut() {
+            fix(p);
+        }
+        if let Some(p) = self.state_dir.as_mut() {
+            fix(p);
+        }
+    }
+
+    /// The working directories: absolute, existing, symlinks resolved where
+    /// possible. Defaults to the current directory. A relative path is an
+    /// error (a policy should not depend on where toolhost was started).
+    pub fn working_dirs(&self) -> Result<Vec<PathBuf>> {
+        let mut dirs = Vec::new();
+        for dir in &self.permissions.working_dirs {
+            let path = PathBuf::from(dir);
+            if path.is_relative() {
+                bail!("working directory '{dir}' is relative; give an absolute path (--workdir /abs/path or [permissions].working_dirs)");
+            }
+            dirs.push(path);
+        }
+        if dirs.is_empty() {
+            dirs.push(std::env::current_dir().context("reading the current directory")?);
+        }
+        Ok(dirs)
+    }
+
+    /// A tool's own settings as a JSON object (`{}` when none).
+    pub fn tool_config(&self, tool: &str) -> serde_json::Value {
+        match self.tools.get(tool) {
+            Some(table) => serde_json::to_value(table).unwrap_or_else(|_| serde_json::json!({})),
+            None => serde_json::json!({}),
+        }
+    }
+
+    /// The compile cache directory.
+    pub fn cache_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.cache_dir {
+            return dir.clone();
+        }
+        if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+            return PathBuf::from(dir).join("toolhost");
+        }
+        match std::env::var_os("HOME") {
+            Some(home) => PathBuf::from(home).join(".cache").join("toolhost"),
+            None => std::env::temp_dir().join("toolhost-cache"),
+        }
+    }
+
+    /// The session state directory.
+    pub fn state_dir(&self) -> PathBuf {
+        self.state_dir.clone().unwrap_or_else(|| PathBuf::from(".toolhost").join("sessions"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_are_errors_naming_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        std::fs::write(&path, "[limits]\ntimeout = 5\n").unwrap();
+        let err = format!("{:#}", Settings::load(&path).unwrap_err());
+        assert!(err.contains("timeout"), "{err}");
+    }
+
+    #[test]
+    fn relative_plugin_paths_resolve_against_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        std::fs::write(&path, "plugins = [\"p/a.wasm\"]\n[tools.Bash]\ndangerous_files = [\".env\"]\n").unwrap();
+        let s = Settings::load(&path).unwrap();
+        assert_eq!(s.plugins[0], dir.path().join("p/a.wasm"));
+        assert_eq!(s.tool_config("Bash"), serde_json::json!({"dangerous_files": [".env"]}));
+    }
+
+    #[test]
+    fn relative_working_dir_is_refused() {
+        let mut s = Settings::default();
+        s.permissions.working_dirs = vec!["rel".into()];
+        assert!(format!("{:#}", s.working_dirs().unwrap_err()).contains("absolute"));
+    }
+}

@@ -1,0 +1,240 @@
+//! Loading a tool component: checking that a file is a component of our
+//! world and version, compiling it (through the cache), asking it for its
+//! metadata, and validating that metadata.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+
+use crate::capability::Declared;
+use crate::instance::ToolInstance;
+use crate::runtime::bindings::tool::ToolComponentPre;
+use crate::runtime::bindings::wit_types as wit;
+use crate::runtime::{CacheOutcome, Runtime};
+
+/// The WIT package versions this host loads.
+pub const SUPPORTED_WIT_VERSIONS: &[&str] = &["0.1.0"];
+
+/// Where a tool came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "path")]
+pub enum Origin {
+    /// Embedded in the host binary.
+    Builtin,
+    /// A plugin file.
+    File(PathBuf),
+}
+
+/// Everything known about a loaded tool, as `toolhost describe` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolInfo {
+    /// Name shown to the model.
+    pub name: String,
+    /// Description for the model.
+    pub description: String,
+    /// Input JSON Schema.
+    pub input_schema: serde_json::Value,
+    /// May run in parallel with other concurrency-safe calls.
+    pub concurrency_safe: bool,
+    /// Every call only reads.
+    pub read_only: bool,
+    /// Carried out outside the host.
+    pub external: bool,
+    /// Uses the agent state.
+    pub state_injected: bool,
+    /// The MCP server it proxies.
+    pub mcp_origin: Option<String>,
+    /// For external tools: the schema of the result metadata.
+    pub result_metadata_schema: Option<serde_json::Value>,
+    /// What it declared it needs.
+    pub capabilities: Declared,
+    /// Built-in or a file.
+    pub origin: Origin,
+    /// The WIT package version it was built against.
+    pub wit_version: String,
+    /// SHA-256 of the component bytes.
+    pub sha256: String,
+}
+
+/// Why a component was not loaded. Each message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Not a WebAssembly binary at all.
+    #[error("{0} is not a WebAssembly file (no `\\0asm` header); pass a .wasm component built with `cargo build --target wasm32-wasip2`")]
+    NotWasm(String),
+    /// A core module rather than a component.
+    #[error("{0} is a core WebAssembly module, not a component; build it with `--target wasm32-wasip2` (which links a component) or wrap it with `wasm-tools component new`")]
+    CoreModule(String),
+    /// wasmtime could not compile it.
+    #[error("{0} could not be compiled: {1}")]
+    Compile(String, String),
+    /// A middleware where a tool was expected.
+    #[error("{0} is a middleware component, not a tool; attach it with --middleware or [middleware] in toolhost.toml")]
+    Middleware(String),
+    /// Exports our interface at a version this host does not know.
+    #[error("{0} was built against toolhost:tool@{1}, which this toolhost does not support (supported: {2}); rebuild it with a matching toolhost-sdk")]
+    UnsupportedVersion(String, String, String),
+    /// Does not export the tool interface.
+    #[error("{0} does not export `toolhost:tool/tool@0.1.0` (it exports: {1}); build it against the `tool-component` world, which the toolhost-sdk's `export_tool!` does")]
+    WrongWorld(String, String),
+    /// Imports something the host does not provide.
+    #[error("{0} imports something toolhost does not provide: {1}; tools may import only the interfaces of the `tool-component` world and WASI 0.2")]
+    UnknownImport(String, String),
+    /// Its metadata is unusable.
+    #[error("{0}: invalid metadata: {1}")]
+    Metadata(String, String),
+    /// It trapped or timed out answering `metadata`.
+    #[error("{0}: calling `metadata` failed: {1}")]
+    Instantiate(String, String),
+    /// The name is taken by another loaded tool.
+    #[error("cannot load {source_name}: a tool named '{name}' is already loaded from {existing}; remove one of them or rename the tool")]
+    NameTaken {
+        /// The file being loaded.
+        source_name: String,
+        /// The tool name.
+        name: String,
+        /// Where the loaded one came from.
+        existing: String,
+    },
+}
+
+/// A tool ready to be instantiated for calls.
+pub struct LoadedTool {
+    /// Its metadata.
+    pub info: ToolInfo,
+    pub(crate) pre: ToolComponentPre<crate::runtime::CallState>,
+    pub(crate) validator: Arc<jsonschema::Validator>,
+}
+
+/// What [`load_component`] reports besides the tool.
+pub struct LoadReport {
+    /// The tool.
+    pub tool: LoadedTool,
+    /// What the compile cache did.
+    pub cache: CacheOutcome,
+    /// The interfaces the component imports.
+    pub imports: Vec<String>,
+}
+
+/// Validates, compiles and introspects a component. `label` names it in
+/// errors (a path, or `built-in bash`).
+pub async fn load_component(runtime: &Runtime, bytes: &[u8], origin: Origin, label: &str) -> Result<LoadReport, LoadError> {
+    check_header(bytes, label)?;
+    let sha256 = hex::encode(Sha256::digest(bytes));
+    let (component, cache) = runtime.compile(bytes).map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
+    let wit_version = check_exports(runtime, &component, label)?;
+    let imports: Vec<String> = component.component_type().imports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
+    let pre = runtime
+        .tool_linker()
+        .instantiate_pre(&component)
+        .map_err(|e| LoadError::UnknownImport(label.into(), format!("{e:#}")))?;
+    let pre = ToolComponentPre::new(pre).map_err(|e| LoadError::WrongWorld(label.into(), format!("{e:#}")))?;
+    let metadata = ToolInstance::probe(runtime, &pre, label)
+        .await
+        .map_err(|e| LoadError::Instantiate(label.into(), format!("{e:#}")))?;
+    let (info, validator) = validate_metadata(metadata, origin, wit_version, sha256, label)?;
+    Ok(LoadReport { tool: LoadedTool { info, pre, validator: Arc::new(validator) }, cache, imports })
+}
+
+fn check_header(bytes: &[u8], label: &str) -> Result<(), LoadError> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(LoadError::NotWasm(label.into()));
+    }
+    // Core modules are version 1; components use the layer field (bytes 6-7).
+    if bytes[4..8] == [1, 0, 0, 0] {
+        return Err(LoadError::CoreModule(label.into()));
+    }
+    Ok(())
+}
+
+fn check_exports(runtime: &Runtime, component: &Component, label: &str) -> Result<String, LoadError> {
+    let ty = component.component_type();
+    let names: Vec<String> = ty.exports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
+    for name in &names {
+        if let Some(version) = name.strip_prefix("toolhost:tool/tool@") {
+            if SUPPORTED_WIT_VERSIONS.contains(&version) {
+                return Ok(version.to_string());
+            }
+            return Err(LoadError::UnsupportedVersion(label.into(), version.into(), SUPPORTED_WIT_VERSIONS.join(", ")));
+        }
+        if name.starts_with("toolhost:tool/middleware@") {
+            return Err(LoadError::Middleware(label.into()));
+        }
+    }
+    let listed = if names.is_empty() { "nothing".to_string() } else { names.join(", ") };
+    Err(LoadError::WrongWorld(label.into(), listed))
+}
+
+fn validate_metadata(
+    m: wit::ToolMetadata,
+    origin: Origin,
+    wit_version: String,
+    sha256: String,
+    label: &str,
+) -> Result<(ToolInfo, jsonschema::Validator), LoadError> {
+    let bad = |msg: String| LoadError::Metadata(label.into(), msg);
+    if m.name.is_empty() || !m.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') || m.name.len() > 64 {
+        return Err(bad(format!("tool name '{}' must be 1-64 characters of A-Z, a-z, 0-9, _ or -", m.name)));
+    }
+    let schema: serde_json::Value = serde_json::from_str(&m.input_schema)
+        .map_err(|e| bad(format!("the input schema of '{}' is not JSON: {e}", m.name)))?;
+    if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+        return Err(bad(format!("the input schema of '{}' must have \"type\": \"object\"", m.name)));
+    }
+    if schema.get("properties").is_some_and(|p| !p.is_object()) {
+        return Err(bad(format!("the input schema of '{}' has \"properties\" that is not an object", m.name)));
+    }
+    jsonschema::meta::validate(&schema)
+        .map_err(|e| bad(format!("the input schema of '{}' is not valid JSON Schema: {e} (at {})", m.name, e.instance_path())))?;
+    let validator = jsonschema::validator_for(&schema)
+        .map_err(|e| bad(format!("the input schema of '{}' is not valid JSON Schema: {e}", m.name)))?;
+    let result_metadata_schema = match m.result_metadata_schema {
+        Some(text) => Some(serde_json::from_str(&text).map_err(|e| bad(format!("result-metadata-schema is not JSON: {e}")))?),
+        None => None,
+    };
+    let info = ToolInfo {
+        name: m.name,
+        description: m.description,
+        input_schema: schema,
+        concurrency_safe: m.concurrency_safe,
+        read_only: m.read_only,
+        external: m.external,
+        state_injected: m.state_injected,
+        mcp_origin: m.mcp_origin,
+        result_metadata_schema,
+        capabilities: Declared {
+            fs_read: m.capabilities.fs_read,
+            fs_write: m.capabilities.fs_write,
+            process_exec: m.capabilities.process_exec,
+            network: m.capabilities.network,
+            state: m.state_injected,
+        },
+        origin,
+        wit_version,
+        sha256,
+    };
+    Ok((info, validator))
+}
+
+/// Validates `input` against the tool's schema; the error names the field
+/// (as a JSON pointer) and the rule it breaks.
+pub fn validate_input(tool: &LoadedTool, input: &serde_json::Value) -> Result<(), String> {
+    let errors: Vec<String> = tool
+        .validator
+        .iter_errors(input)
+        .take(3)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            let at = if at.is_empty() { "the input".to_string() } else { format!("`{at}`") };
+            format!("{at}: {e}")
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("Input validation failed for tool '{}': {}", tool.info.name, errors.join("; ")))
+    }
+}

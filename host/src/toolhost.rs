@@ -1,0 +1,504 @@
+//! [`Toolhost`]: the library API. Load tools, list and describe them, and
+//! call them through the whole pipeline:
+//!
+//! lookup → parse → validate against the schema → permission engine → ask
+//! the caller → (external tools stop here) → fresh instance → `call` →
+//! chunks streamed and accumulated into the final response.
+//!
+//! Nothing runs guest code before the input has been parsed and validated.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use anyhow::{Context as _, Result, bail};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::backend::Backend;
+use crate::backend::local::LocalBackend;
+use crate::capability::{Grants, Policy};
+use crate::events::{CallEvent, CallStream, ExternalCall, PermissionAnswer, PermissionRequest};
+use crate::instance::ToolInstance;
+use crate::permission::{self, Behavior, Decision, Mode, Rule, RuleSet};
+use crate::response::{Chunk, ResultState, ToolResponse};
+use crate::runtime::bindings::wit_types::ToolError;
+use crate::runtime::{Runtime, RuntimeOptions};
+use crate::settings::Settings;
+use crate::state::AgentState;
+use crate::tool::{LoadError, LoadedTool, Origin, ToolInfo, load_component, validate_input};
+
+/// One call to make.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    /// The call id (echoed in the response).
+    pub id: String,
+    /// The tool name.
+    pub tool: String,
+    /// The input as JSON text (as a model produces it).
+    pub input: String,
+    /// Overrides the configured mode for this call.
+    pub mode: Option<Mode>,
+    /// The agent state to use; `None` uses the host's own.
+    pub session: Option<Arc<AgentState>>,
+}
+
+impl CallRequest {
+    /// A call of `tool` with `input` (JSON text).
+    pub fn new(tool: impl Into<String>, input: impl Into<String>) -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self { id: format!("call_{n}"), tool: tool.into(), input: input.into(), mode: None, session: None }
+    }
+
+    /// Sets the mode for this call.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Uses `state` as the agent state.
+    pub fn session(mut self, state: Arc<AgentState>) -> Self {
+        self.session = Some(state);
+        self
+    }
+
+    /// Sets the call id.
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+}
+
+/// The result an external executor reports for an [`ExternalCall`].
+#[derive(Debug, Clone, Default, serde::Deserialize, serde::Serialize)]
+#[serde(default)]
+pub struct ExternalResult {
+    /// Text for the model.
+    pub output: String,
+    /// `success` (default), `error`, `denied` or `interrupted`.
+    pub state: Option<ResultState>,
+    /// Structured metadata (validated against the tool's result schema).
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Builds a [`Toolhost`].
+#[derive(Default)]
+pub struct ToolhostBuilder {
+    settings: Settings,
+    settings_path: Option<PathBuf>,
+    backend: Option<Arc<dyn Backend>>,
+}
+
+impl ToolhostBuilder {
+    /// Uses these settings; `path` is where "allow and remember" saves rules.
+    pub fn settings(mut self, settings: Settings, path: Option<PathBuf>) -> Self {
+        self.settings = settings;
+        self.settings_path = path;
+        self
+    }
+
+    /// Uses a custom backend instead of the one the settings name.
+    pub fn backend(mut self, backend: Arc<dyn Backend>) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// Starts the runtime and loads the built-ins and the configured plugins.
+    pub async fn build(self) -> Result<Toolhost> {
+        let settings = self.settings;
+        let working_dirs = settings.working_dirs()?;
+        for dir in &working_dirs {
+            if !dir.is_dir() {
+                bail!("working directory {} does not exist or is not a directory", dir.display());
+            }
+        }
+        let rules = settings.permissions.rule_set().context("reading [permissions] rules")?;
+        let runtime = Runtime::new(&RuntimeOptions {
+            cache_dir: Some(settings.cache_dir()),
+            limits: settings.limits,
+            disable_pooling: false,
+        })?;
+        let home = std::env::var("HOME").unwrap_or_else(|_| "/".into());
+        let cwd = working_dirs[0].clone();
+        let backend = match self.backend {
+            Some(b) => b,
+            None => Arc::new(LocalBackend::new(cwd.clone(), PathBuf::from(&home))),
+        };
+        let host = Toolhost {
+            inner: Arc::new(Inner {
+                runtime,
+                tools: RwLock::new(BTreeMap::new()),
+                rules: RwLock::new(rules),
+                backend,
+                working_dirs,
+                home,
+                state: Arc::new(AgentState::new()),
+                settings_path: self.settings_path,
+                settings,
+            }),
+        };
+        if host.inner.settings.builtins {
+            host.load_builtins().await?;
+        }
+        for plugin in host.inner.settings.plugins.clone() {
+            host.load_file(&plugin).await?;
+        }
+        for dir in host.inner.settings.plugin_dirs.clone() {
+            host.load_dir(&dir).await?;
+        }
+        Ok(host)
+    }
+}
+
+struct Inner {
+    runtime: Runtime,
+    tools: RwLock<BTreeMap<String, Arc<LoadedTool>>>,
+    rules: RwLock<RuleSet>,
+    backend: Arc<dyn Backend>,
+    working_dirs: Vec<PathBuf>,
+    home: String,
+    state: Arc<AgentState>,
+    settings_path: Option<PathBuf>,
+    settings: Settings,
+}
+
+/// A host for tool components. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Toolhost {
+    inner: Arc<Inner>,
+}
+
+impl Toolhost {
+    /// A builder with default settings.
+    pub fn builder() -> ToolhostBuilder {
+        ToolhostBuilder::default()
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
+    /// The runtime (engine, pooling, cache).
+    pub fn runtime(&self) -> &Runtime {
+        &self.inner.runtime
+    }
+
+    /// The host's own agent state (used by calls without a session).
+    pub fn state(&self) -> &Arc<AgentState> {
+        &self.inner.state
+    }
+
+    async fn load_builtins(&self) -> Result<()> {
+        for (name, bytes) in crate::builtin::BUILTINS {
+            let label = format!("built-in {name}");
+            self.insert(bytes, Origin::Builtin, &label).await?;
+        }
+        Ok(())
+    }
+
+    /// Loads a plugin from a `.wasm` file.
+    pub async fn load_file(&self, path: &Path) -> Result<ToolInfo> {
+        let bytes = std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?;
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        Ok(self.insert(&bytes, Origin::File(abs), &path.display().to_string()).await?)
+    }
+
+    /// Loads every `.wasm` file in a directory (sorted by name).
+    pub async fn load_dir(&self, dir: &Path) -> Result<Vec<ToolInfo>> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("reading plugin directory {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
+            .collect();
+        files.sort();
+        let mut loaded = Vec::new();
+        for file in files {
+            loaded.push(self.load_file(&file).await?);
+        }
+        Ok(loaded)
+    }
+
+    async fn insert(&self, bytes: &[u8], origin: Origin, label: &str) -> Result<ToolInfo, LoadError> {
+        let report = load_component(&self.inner.runtime, bytes, origin, label).await?;
+        let info = report.tool.info.clone();
+        let mut tools = self.inner.tools.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(existing) = tools.get(&info.name) {
+            return Err(LoadError::NameTaken {
+                source_name: label.to_string(),
+                name: info.name.clone(),
+                existing: match &existing.info.origin {
+                    Origin::Builtin => "the built-in tools".to_string(),
+                    Origin::File(p) => p.display().to_string(),
+                },
+            });
+        }
+        tools.insert(info.name.clone(), Arc::new(report.tool));
+        Ok(info)
+    }
+
+    /// Removes a tool; returns whether it was loaded.
+    pub fn unload(&self, name: &str) -> bool {
+        self.inner.tools.write().unwrap_or_else(|p| p.into_inner()).remove(name).is_some()
+    }
+
+    /// Every loaded tool, sorted by name.
+    pub fn list(&self) -> Vec<ToolInfo> {
+        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).values().map(|t| t.info.clone()).collect()
+    }
+
+    /// One tool's metadata.
+    pub fn describe(&self, name: &str) -> Option<ToolInfo> {
+        self.tool(name).map(|t| t.info.clone())
+    }
+
+    fn tool(&self, name: &str) -> Option<Arc<LoadedTool>> {
+        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
+    }
+
+    /// Rules configured for tools that are not loaded (worth a warning).
+    pub fn rules_for_unknown_tools(&self) -> Vec<String> {
+        let rules = self.inner.rules.read().unwrap_or_else(|p| p.into_inner());
+        let tools = self.inner.tools.read().unwrap_or_else(|p| p.into_inner());
+        rules.tools_named().filter(|t| !tools.contains_key(*t)).map(str::to_string).collect()
+    }
+
+    /// The grants a tool gets: built-ins their declared needs over the
+    /// working directories and read roots; plugins only what
+    /// `[grants.NAME]` allows.
+    pub fn grants_for(&self, info: &ToolInfo) -> Grants {
+        let policy = match info.origin {
+            Origin::Builtin => Policy::builtin(),
+            Origin::File(_) => self.inner.settings.grants.get(&info.name).cloned().unwrap_or_default(),
+        };
+        let read_roots = match info.origin {
+            Origin::Builtin => self.inner.settings.read_roots.clone(),
+            Origin::File(_) => Vec::new(),
+        };
+        Grants::intersect(&info.name, &info.capabilities, &policy, &self.inner.working_dirs, &read_roots)
+    }
+
+    /// The permission context for `tool` in `mode`: the working directories
+    /// (given and symlink-resolved), the backend cwd, home and the tool's
+    /// settings.
+    pub fn permission_context(&self, tool: &str, mode: Mode) -> permission::Context {
+        let mut dirs: Vec<String> = Vec::new();
+        for dir in &self.inner.working_dirs {
+            let given = dir.display().to_string();
+            if !dirs.contains(&given) {
+                dirs.push(given);
+            }
+            if let Ok(real) = dir.canonicalize() {
+                let real = real.display().to_string();
+                if !dirs.contains(&real) {
+                    dirs.push(real);
+                }
+            }
+        }
+        permission::Context {
+            mode,
+            working_dirs: dirs,
+            cwd: self.inner.backend.cwd(),
+            home: self.inner.home.clone(),
+            tool_config: self.inner.settings.tool_config(tool),
+        }
+    }
+
+    /// The configured mode.
+    pub fn mode(&self) -> Mode {
+        self.inner.settings.permissions.mode
+    }
+
+    /// The rules in force (configured plus remembered).
+    pub fn rules(&self) -> RuleSet {
+        self.inner.rules.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Adds a rule for the rest of this host's life (and, with a settings
+    /// file, saves it there).
+    pub fn remember_rule(&self, rule: Rule) -> Result<()> {
+        if let Some(path) = &self.inner.settings_path {
+            permission::settings::remember_rule(path, &rule)?;
+        }
+        self.inner.rules.write().unwrap_or_else(|p| p.into_inner()).add(rule);
+        Ok(())
+    }
+
+    /// A fresh instance of `tool`, for a call or a check.
+    pub async fn instantiate(&self, tool: &str, session: Option<Arc<AgentState>>, output: mpsc::Sender<Chunk>) -> Result<ToolInstance> {
+        let loaded = self.tool(tool).with_context(|| unknown_tool(tool))?;
+        let grants = Arc::new(self.grants_for(&loaded.info));
+        let state = session.unwrap_or_else(|| self.inner.state.clone());
+        ToolInstance::new(
+            &self.inner.runtime,
+            &loaded.pre,
+            &loaded.info.name,
+            grants,
+            self.inner.backend.clone(),
+            Some(state),
+            self.inner.settings.limits,
+            output,
+        )
+        .await
+    }
+
+    /// Evaluates the permission engine for one call without running it.
+    pub async fn check(&self, tool: &str, input: &serde_json::Value, ctx: &permission::Context, rules: &RuleSet) -> Result<Decision> {
+        let loaded = self.tool(tool).with_context(|| unknown_tool(tool))?;
+        validate_input(&loaded, input).map_err(anyhow::Error::msg)?;
+        let (tx, _rx) = mpsc::channel(1);
+        let mut instance = self.instantiate(tool, None, tx).await?;
+        Ok(permission::evaluate(&mut instance, &input.to_string(), ctx, rules).await)
+    }
+
+    /// Starts a call and returns its event stream.
+    pub fn call(&self, request: CallRequest) -> CallStream {
+        let (tx, rx) = mpsc::channel(64);
+        let host = self.clone();
+        tokio::spawn(async move {
+            let id = request.id.clone();
+            let response = host.run_call(request, &tx).await;
+            if let Some(mut response) = response {
+                response.id = id;
+                let _ = tx.send(CallEvent::Finished(response)).await;
+            }
+        });
+        CallStream { rx }
+    }
+
+    /// Runs one call end to end; `None` when it stopped for external execution.
+    async fn run_call(&self, request: CallRequest, events: &mpsc::Sender<CallEvent>) -> Option<ToolResponse> {
+        // Refusals before any guest code runs still stream as a chunk, so a
+        // caller that only prints chunks shows them.
+        let fail = async |text: String| {
+            let chunk = Chunk::text(text, ResultState::Error);
+            let _ = events.send(CallEvent::Chunk(chunk.clone())).await;
+            Some(ToolResponse::from_chunk(&request.id, chunk))
+        };
+        let Some(loaded) = self.tool(&request.tool) else {
+            return fail(format!("ToolNotFoundError: {}", unknown_tool(&request.tool))).await;
+        };
+        let input: serde_json::Value = match serde_json::from_str(&request.input) {
+            Ok(v) => v,
+            Err(e) => return fail(format!("Input for tool '{}' is not valid JSON: {e}", request.tool)).await,
+        };
+        if let Err(message) = validate_input(&loaded, &input) {
+            return fail(message).await;
+        }
+        let input_text = input.to_string();
+        let (out_tx, mut out_rx) = mpsc::channel::<Chunk>(32);
+        let mut instance = match self.instantiate(&request.tool, request.session.clone(), out_tx).await {
+            Ok(i) => i,
+            Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
+        };
+
+        let mode = request.mode.unwrap_or(self.mode());
+        let ctx = self.permission_context(&request.tool, mode);
+        let rules = self.rules();
+        let decision = permission::evaluate(&mut instance, &input_text, &ctx, &rules).await;
+        match decision.behavior {
+            Behavior::Allow => {}
+            Behavior::Deny => return Some(denied(&request.id, decision.message)),
+            Behavior::Ask | Behavior::Passthrough => {
+                let (reply, answer) = oneshot::channel();
+                let prompt = PermissionRequest {
+                    call_id: request.id.clone(),
+                    tool: request.tool.clone(),
+                    input: input.clone(),
+                    decision: decision.clone(),
+                    reply,
+                };
+                if events.send(CallEvent::PermissionRequest(prompt)).await.is_err() {
+                    return None;
+                }
+                match answer.await.unwrap_or(PermissionAnswer::Deny) {
+                    PermissionAnswer::AllowOnce => {}
+                    PermissionAnswer::AllowAndRemember(rules) => {
+                        for rule in rules {
+                            if let Err(e) = self.remember_rule(rule) {
+                                tracing::warn!("could not remember the rule: {e:#}");
+                            }
+                        }
+                    }
+                    PermissionAnswer::Deny => {
+                        return Some(denied(
+                            &request.id,
+                            format!("<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>", request.tool),
+                        ));
+                    }
+                }
+            }
+        }
+
+        if loaded.info.external {
+            let call = ExternalCall {
+                kind: "REQUIRE_EXTERNAL_EXECUTION".into(),
+                call_id: request.id.clone(),
+                tool: request.tool.clone(),
+                input,
+                result_metadata_schema: loaded.info.result_metadata_schema.clone(),
+            };
+            let _ = events.send(CallEvent::ExternalExecution(call)).await;
+            return None;
+        }
+
+        instance.rearm(&self.inner.settings.limits);
+        let guest = tokio::spawn(async move { instance.call(&input_text).await });
+        let mut response = ToolResponse::new(&request.id);
+        while let Some(chunk) = out_rx.recv().await {
+            response.append(chunk.clone());
+            let _ = events.send(CallEvent::Chunk(chunk)).await;
+        }
+        let outcome = match guest.await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(crate::runtime::failure::GuestFailure::Trap { message: format!("the call task failed: {e}") }),
+        };
+        let closing = match outcome {
+            Ok(Ok(())) => None,
+            Ok(Err(tool_error)) => Some(tool_error_text(&tool_error)),
+            Err(failure) => Some(format!("Error: {failure}")),
+        };
+        if let Some(text) = closing {
+            let chunk = Chunk::text(text, ResultState::Error);
+            response.append(chunk.clone());
+            let _ = events.send(CallEvent::Chunk(chunk)).await;
+        }
+        Some(response)
+    }
+
+    /// Turns the result an external executor reports into the call's
+    /// response, validating its metadata against the tool's schema.
+    pub fn complete_external(&self, call: &ExternalCall, result: ExternalResult) -> Result<ToolResponse> {
+        if let Some(schema) = &call.result_metadata_schema {
+            let validator = jsonschema::validator_for(schema).map_err(|e| anyhow::anyhow!("the tool's result schema is invalid: {e}"))?;
+            let metadata = serde_json::Value::Object(result.metadata.clone());
+            if let Some(e) = validator.iter_errors(&metadata).next() {
+                bail!("the result metadata for {} does not match its schema at `{}`: {e}", call.tool, e.instance_path());
+            }
+        }
+        let mut chunk = Chunk::text(result.output, result.state.unwrap_or(ResultState::Success));
+        chunk.metadata = result.metadata;
+        Ok(ToolResponse::from_chunk(call.call_id.clone(), chunk))
+    }
+}
+
+fn unknown_tool(name: &str) -> String {
+    format!("The tool named '{name}' doesn't exist. Run `toolhost list` to see the loaded tools.")
+}
+
+fn denied(id: &str, message: String) -> ToolResponse {
+    ToolResponse::from_chunk(id, Chunk::text(message, ResultState::Denied))
+}
+
+/// The text of a typed tool error, for the model.
+pub fn tool_error_text(e: &ToolError) -> String {
+    match e {
+        ToolError::InvalidInput(m) => format!("Error: invalid input: {m}"),
+        ToolError::Denied(m) => format!("Error: {m}"),
+        ToolError::NotFound(m) => format!("Error: not found: {m}"),
+        ToolError::Timeout(m) => format!("Error: timed out: {m}"),
+        ToolError::Io(m) => format!("Error: {m}"),
+        ToolError::Unsupported(m) => format!("Error: unsupported: {m}"),
+        ToolError::Internal(m) => format!("Error: internal error in the tool: {m}"),
+    }
+}
