@@ -93,6 +93,15 @@ impl ToolInstance {
         data.deadline = Deadline::new(limits.timeout(), std::time::Duration::from_millis(limits.max_process_timeout_ms));
     }
 
+    /// Sends this instance's output to `output` and puts it under `deadline`
+    /// (the middleware chain runs the tool under the call's shared deadline,
+    /// with its chunks going to the innermost middleware).
+    pub(crate) fn redirect(&mut self, output: mpsc::Sender<Chunk>, deadline: Deadline) {
+        let data = self.store.data_mut();
+        data.sink = crate::runtime::store::OutputSink::new(output, data.call_limits.max_output_bytes);
+        data.deadline = deadline;
+    }
+
     /// Whether the output cap cut this call's output.
     pub fn output_truncated(&self) -> bool {
         self.store.data().sink.truncated()

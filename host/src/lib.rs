@@ -17,7 +17,13 @@ pub mod tool;
 pub mod settings;
 pub mod events;
 pub mod builtin;
+pub mod middleware;
+pub mod function;
 mod toolhost;
 
 pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer, PermissionRequest};
+pub use async_trait::async_trait;
+pub use function::FunctionTool;
+pub use middleware::NativeMiddleware;
+pub use runtime::bindings::wit_types::ToolError;
 pub use toolhost::{CallRequest, ExternalResult, Toolhost, ToolhostBuilder, tool_error_text};

@@ -22,6 +22,11 @@
 //!
 //! [tools.Bash]                        # a tool's own settings
 //! dangerous_files = [".env", ".bashrc"]
+//!
+//! [middleware]                        # tool middleware (see crate::middleware)
+//! files = ["mw/logging.wasm"]
+//! [middleware.attach]                 # tool (or "*") -> names, outermost first
+//! "*" = ["logging"]
 //! ```
 
 use std::collections::BTreeMap;
@@ -72,6 +77,8 @@ pub struct Settings {
     pub cache_dir: Option<PathBuf>,
     /// Where session state files live (default: `.toolhost/sessions`).
     pub state_dir: Option<PathBuf>,
+    /// Middleware components to load and the tools they wrap.
+    pub middleware: crate::middleware::MiddlewareSettings,
 }
 
 impl Default for Settings {
@@ -88,6 +95,7 @@ impl Default for Settings {
             backend: BackendKind::default(),
             cache_dir: None,
             state_dir: None,
+            middleware: Default::default(),
         }
     }
 }
@@ -131,6 +139,7 @@ impl Settings {
         self.plugins.iter_mut().for_each(fix);
         self.plugin_dirs.iter_mut().for_each(fix);
         self.read_roots.iter_mut().for_each(fix);
+        self.middleware.resolve_relative(base);
         if let Some(p) = self.cache_dir.as_mut() {
             fix(p);
         }

@@ -26,6 +26,9 @@ pub enum Origin {
     Builtin,
     /// A plugin file.
     File(PathBuf),
+    /// Registered from Rust by the embedding program (a
+    /// [`FunctionTool`](crate::function::FunctionTool) or a native middleware).
+    Native,
 }
 
 /// Everything known about a loaded tool, as `toolhost describe` shows it.
@@ -77,6 +80,26 @@ pub enum LoadError {
     /// Exports our interface at a version this host does not know.
     #[error("{0} was built against toolhost:tool@{1}, which this toolhost does not support (supported: {2}); rebuild it with a matching toolhost-sdk")]
     UnsupportedVersion(String, String, String),
+    /// A tool where a middleware was expected.
+    #[error("{0} is a tool component, not a middleware; load it with --plugin or `plugins` in toolhost.toml")]
+    NotMiddleware(String),
+    /// Does not export the middleware interface.
+    #[error("{0} does not export `toolhost:tool/middleware@0.1.0` (it exports: {1}); build it against the `middleware-component` world, which the toolhost-sdk's `export_middleware!` does")]
+    MiddlewareWrongWorld(String, String),
+    /// A middleware importing something the host does not provide.
+    #[error("{0} imports something toolhost does not provide: {1}; middleware may import only the interfaces of the `middleware-component` world and WASI 0.2")]
+    MiddlewareUnknownImport(String, String),
+    /// Its `info` is unusable.
+    #[error("{0}: invalid middleware info: {1}")]
+    MiddlewareInfo(String, String),
+    /// The name is taken by another loaded middleware.
+    #[error("cannot load {source_name}: a middleware named '{name}' is already loaded; remove one of them or rename it")]
+    MiddlewareNameTaken {
+        /// The file being loaded.
+        source_name: String,
+        /// The middleware name.
+        name: String,
+    },
     /// Does not export the tool interface.
     #[error("{0} does not export `toolhost:tool/tool@0.1.0` (it exports: {1}); build it against the `tool-component` world, which the toolhost-sdk's `export_tool!` does")]
     WrongWorld(String, String),
@@ -105,8 +128,16 @@ pub enum LoadError {
 pub struct LoadedTool {
     /// Its metadata.
     pub info: ToolInfo,
-    pub(crate) pre: ToolComponentPre<crate::runtime::CallState>,
+    pub(crate) kind: ToolKind,
     pub(crate) validator: Arc<jsonschema::Validator>,
+}
+
+/// What runs a loaded tool's calls.
+pub(crate) enum ToolKind {
+    /// A component, instantiated afresh for every call.
+    Component(ToolComponentPre<crate::runtime::CallState>),
+    /// A native function registered by the embedder.
+    Function(Arc<crate::function::FunctionTool>),
 }
 
 /// What [`load_component`] reports besides the tool.
@@ -125,7 +156,7 @@ pub async fn load_component(runtime: &Runtime, bytes: &[u8], origin: Origin, lab
     check_header(bytes, label)?;
     let sha256 = hex::encode(Sha256::digest(bytes));
     let (component, cache) = runtime.compile(bytes).map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
-    let wit_version = check_exports(runtime, &component, label)?;
+    let wit_version = check_exports(runtime, &component, label, ComponentKind::Tool)?;
     let imports: Vec<String> = component.component_type().imports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
     let pre = runtime
         .tool_linker()
@@ -136,10 +167,12 @@ pub async fn load_component(runtime: &Runtime, bytes: &[u8], origin: Origin, lab
         .await
         .map_err(|e| LoadError::Instantiate(label.into(), format!("{e:#}")))?;
     let (info, validator) = validate_metadata(metadata, origin, wit_version, sha256, label)?;
-    Ok(LoadReport { tool: LoadedTool { info, pre, validator: Arc::new(validator) }, cache, imports })
+    Ok(LoadReport { tool: LoadedTool { info, kind: ToolKind::Component(pre), validator: Arc::new(validator) }, cache, imports })
 }
 
-fn check_header(bytes: &[u8], label: &str) -> Result<(), LoadError> {
+/// Checks the `\0asm` header and that the file is a component, not a core
+/// module (shared by the tool and middleware loaders).
+pub(crate) fn check_header(bytes: &[u8], label: &str) -> Result<(), LoadError> {
     if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
         return Err(LoadError::NotWasm(label.into()));
     }
@@ -150,25 +183,49 @@ fn check_header(bytes: &[u8], label: &str) -> Result<(), LoadError> {
     Ok(())
 }
 
-fn check_exports(runtime: &Runtime, component: &Component, label: &str) -> Result<String, LoadError> {
+/// Which world a component is expected to implement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ComponentKind {
+    /// `tool-component`: exports `toolhost:tool/tool`.
+    Tool,
+    /// `middleware-component`: exports `toolhost:tool/middleware`.
+    Middleware,
+}
+
+/// Checks that a component exports the interface of `expected` at a
+/// supported version, and returns that version. A tool where a middleware
+/// is expected (or the reverse) gets an error saying how to load it.
+pub(crate) fn check_exports(runtime: &Runtime, component: &Component, label: &str, expected: ComponentKind) -> Result<String, LoadError> {
     let ty = component.component_type();
     let names: Vec<String> = ty.exports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
     for name in &names {
-        if let Some(version) = name.strip_prefix("toolhost:tool/tool@") {
-            if SUPPORTED_WIT_VERSIONS.contains(&version) {
-                return Ok(version.to_string());
-            }
-            return Err(LoadError::UnsupportedVersion(label.into(), version.into(), SUPPORTED_WIT_VERSIONS.join(", ")));
+        let (kind, version) = if let Some(v) = name.strip_prefix("toolhost:tool/tool@") {
+            (ComponentKind::Tool, v)
+        } else if let Some(v) = name.strip_prefix("toolhost:tool/middleware@") {
+            (ComponentKind::Middleware, v)
+        } else {
+            continue;
+        };
+        match (kind, expected) {
+            (ComponentKind::Middleware, ComponentKind::Tool) => return Err(LoadError::Middleware(label.into())),
+            (ComponentKind::Tool, ComponentKind::Middleware) => return Err(LoadError::NotMiddleware(label.into())),
+            _ => {}
         }
-        if name.starts_with("toolhost:tool/middleware@") {
-            return Err(LoadError::Middleware(label.into()));
+        if SUPPORTED_WIT_VERSIONS.contains(&version) {
+            return Ok(version.to_string());
         }
+        return Err(LoadError::UnsupportedVersion(label.into(), version.into(), SUPPORTED_WIT_VERSIONS.join(", ")));
     }
     let listed = if names.is_empty() { "nothing".to_string() } else { names.join(", ") };
-    Err(LoadError::WrongWorld(label.into(), listed))
+    Err(match expected {
+        ComponentKind::Tool => LoadError::WrongWorld(label.into(), listed),
+        ComponentKind::Middleware => LoadError::MiddlewareWrongWorld(label.into(), listed),
+    })
 }
 
-fn validate_metadata(
+/// Checks a tool's metadata (name, schema) and builds its [`ToolInfo`] and
+/// input validator. Shared by components and native function tools.
+pub(crate) fn validate_metadata(
     m: wit::ToolMetadata,
     origin: Origin,
     wit_version: String,

@@ -18,7 +18,7 @@ use crate::backend::Backend;
 use crate::backend::local::LocalBackend;
 use crate::capability::{Grants, Policy};
 use crate::events::{CallEvent, CallStream, ExternalCall, PermissionAnswer, PermissionRequest};
-use crate::instance::ToolInstance;
+use crate::function::CallableTool;
 use crate::permission::{self, Behavior, Decision, Mode, Rule, RuleSet};
 use crate::response::{Chunk, ResultState, ToolResponse};
 use crate::runtime::bindings::wit_types::ToolError;
@@ -135,6 +135,7 @@ impl ToolhostBuilder {
                 state: Arc::new(AgentState::new()),
                 settings_path: self.settings_path,
                 settings,
+                middleware: Default::default(),
             }),
         };
         if host.inner.settings.builtins {
@@ -146,6 +147,7 @@ impl ToolhostBuilder {
         for dir in host.inner.settings.plugin_dirs.clone() {
             host.load_dir(&dir).await?;
         }
+        host.load_configured_middleware().await?;
         Ok(host)
     }
 }
@@ -160,6 +162,8 @@ struct Inner {
     state: Arc<AgentState>,
     settings_path: Option<PathBuf>,
     settings: Settings,
+    /// Loaded middleware and which tools it is attached to.
+    middleware: crate::middleware::Registry,
 }
 
 /// A host for tool components. Cheap to clone; clones share everything.
@@ -221,7 +225,12 @@ impl Toolhost {
 
     async fn insert(&self, bytes: &[u8], origin: Origin, label: &str) -> Result<ToolInfo, LoadError> {
         let report = load_component(&self.inner.runtime, bytes, origin, label).await?;
-        let info = report.tool.info.clone();
+        self.insert_loaded(report.tool, label)
+    }
+
+    /// Adds a loaded tool (component or native function) under its name.
+    pub(crate) fn insert_loaded(&self, tool: LoadedTool, label: &str) -> Result<ToolInfo, LoadError> {
+        let info = tool.info.clone();
         let mut tools = self.inner.tools.write().unwrap_or_else(|p| p.into_inner());
         if let Some(existing) = tools.get(&info.name) {
             return Err(LoadError::NameTaken {
@@ -230,10 +239,11 @@ impl Toolhost {
                 existing: match &existing.info.origin {
                     Origin::Builtin => "the built-in tools".to_string(),
                     Origin::File(p) => p.display().to_string(),
+                    Origin::Native => "a function registered from Rust".to_string(),
                 },
             });
         }
-        tools.insert(info.name.clone(), Arc::new(report.tool));
+        tools.insert(info.name.clone(), Arc::new(tool));
         Ok(info)
     }
 
@@ -269,11 +279,11 @@ impl Toolhost {
     pub fn grants_for(&self, info: &ToolInfo) -> Grants {
         let policy = match info.origin {
             Origin::Builtin => Policy::builtin(),
-            Origin::File(_) => self.inner.settings.grants.get(&info.name).cloned().unwrap_or_default(),
+            Origin::File(_) | Origin::Native => self.inner.settings.grants.get(&info.name).cloned().unwrap_or_default(),
         };
         let read_roots = match info.origin {
             Origin::Builtin => self.inner.settings.read_roots.clone(),
-            Origin::File(_) => Vec::new(),
+            Origin::File(_) | Origin::Native => Vec::new(),
         };
         Grants::intersect(&info.name, &info.capabilities, &policy, &self.inner.working_dirs, &read_roots)
     }
@@ -325,21 +335,24 @@ impl Toolhost {
     }
 
     /// A fresh instance of `tool`, for a call or a check.
-    pub async fn instantiate(&self, tool: &str, session: Option<Arc<AgentState>>, output: mpsc::Sender<Chunk>) -> Result<ToolInstance> {
+    pub async fn instantiate(&self, tool: &str, session: Option<Arc<AgentState>>, output: mpsc::Sender<Chunk>) -> Result<CallableTool> {
         let loaded = self.tool(tool).with_context(|| unknown_tool(tool))?;
-        let grants = Arc::new(self.grants_for(&loaded.info));
-        let state = session.unwrap_or_else(|| self.inner.state.clone());
-        ToolInstance::new(
-            &self.inner.runtime,
-            &loaded.pre,
-            &loaded.info.name,
-            grants,
-            self.inner.backend.clone(),
-            Some(state),
-            self.inner.settings.limits,
-            output,
-        )
-        .await
+        self.instantiate_loaded(&loaded, session, output).await
+    }
+
+    /// The active backend.
+    pub(crate) fn backend(&self) -> Arc<dyn Backend> {
+        self.inner.backend.clone()
+    }
+
+    /// The working directories.
+    pub(crate) fn working_dirs(&self) -> &[PathBuf] {
+        &self.inner.working_dirs
+    }
+
+    /// The middleware registry.
+    pub(crate) fn middleware_registry(&self) -> &crate::middleware::Registry {
+        &self.inner.middleware
     }
 
     /// Evaluates the permission engine for one call without running it.
@@ -387,7 +400,7 @@ impl Toolhost {
         }
         let input_text = input.to_string();
         let (out_tx, mut out_rx) = mpsc::channel::<Chunk>(32);
-        let mut instance = match self.instantiate(&request.tool, request.session.clone(), out_tx).await {
+        let mut instance = match self.instantiate(&request.tool, request.session.clone(), out_tx.clone()).await {
             Ok(i) => i,
             Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
         };
@@ -442,8 +455,10 @@ impl Toolhost {
             return None;
         }
 
+        // The middleware chain attached to the tool (if any) wraps `call`.
         instance.rearm(&self.inner.settings.limits);
-        let guest = tokio::spawn(async move { instance.call(&input_text).await });
+        let chain = crate::middleware::run_chain(self.clone(), loaded.clone(), instance, input_text, request.session.clone(), out_tx);
+        let guest = tokio::spawn(chain);
         let mut response = ToolResponse::new(&request.id);
         while let Some(chunk) = out_rx.recv().await {
             response.append(chunk.clone());
@@ -451,7 +466,7 @@ impl Toolhost {
         }
         let outcome = match guest.await {
             Ok(outcome) => outcome,
-            Err(e) => Err(crate::runtime::failure::GuestFailure::Trap { message: format!("the call task failed: {e}") }),
+            Err(e) => Err(crate::runtime::failure::GuestFailure::Trap { message: format!("the call task failed: {e}") }.into()),
         };
         let closing = match outcome {
             Ok(Ok(())) => None,

@@ -37,13 +37,54 @@
 //! ```
 
 pub mod bindings;
+pub mod middleware;
+pub mod middleware_bindings;
 mod spec;
 
 #[doc(hidden)]
 pub mod __adapter;
+#[doc(hidden)]
+pub mod __function;
 
+pub use middleware::Middleware;
 pub use serde_json;
 pub use spec::ToolSpec;
+
+/// Turns a plain Rust function into a tool (a "function tool").
+///
+/// ```ignore
+/// /// Greets someone by name.
+/// #[toolhost_sdk::tool(read_only)]
+/// fn greet(
+///     /// Who to greet.
+///     name: String,
+///     /// How many times.
+///     #[default = 1]
+///     times: u32,
+///     /// Upper-case the greeting.
+///     shout: Option<bool>,
+/// ) -> Result<String, String> {
+///     Ok(format!("Hello, {name}!").repeat(times as usize))
+/// }
+/// ```
+///
+/// - name: the function name in PascalCase (`greet` → `Greet`), or
+///   `#[tool(name = "...")]`;
+/// - description: the function's doc comment (required);
+/// - input schema: from the parameter types (`String` → string, integers →
+///   integer, unsigned ones with `minimum: 0`, `f32`/`f64` → number, `bool` →
+///   boolean, `Vec<T>` → array, `Option<T>` → optional, `serde_json::Value` →
+///   anything), each parameter's doc comment and `#[default = ...]`; or
+///   the whole schema given with `#[tool(schema = "{...}")]`;
+/// - flags: `#[tool(read_only, concurrency_safe)]`;
+/// - permission: like AgentScope's `FunctionTool`, a non-immune ask (*Custom
+///   function tools must be explicitly allowed by the user.*), so a call
+///   runs when a rule (`--allow Greet`) or the user allows it;
+/// - return: `String`, `()`, `serde_json::Value`, or a `Result` of one of
+///   them with any `Display` error (which ends the call in state `error`).
+///
+/// One function tool per component (it generates the component's exports).
+pub use toolhost_sdk_macros::tool;
 
 pub use bindings::toolhost::tool::types::{
     Capabilities, Chunk, ContentBlock, DataBlock, PermissionBehavior, PermissionMode, PermissionRule, ResultState, ToolError,

@@ -59,6 +59,12 @@ pub struct Global {
     /// Grant a plugin a capability: NAME=fs-read[:/path], NAME=fs-write[:/path], NAME=exec, NAME=state, NAME=all (repeatable)
     #[arg(long = "grant", global = true, value_name = "NAME=CAP")]
     pub grants: Vec<String>,
+    /// Load a middleware component (repeatable); attach it with --attach
+    #[arg(long = "middleware", global = true, value_name = "FILE.wasm")]
+    pub middleware: Vec<PathBuf>,
+    /// Attach middleware to a tool, outermost first: TOOL=NAME[,NAME], or '*=NAME' for every tool (repeatable)
+    #[arg(long = "attach", global = true, value_name = "TOOL=NAMES")]
+    pub attach: Vec<String>,
     /// Per-call time limit in milliseconds
     #[arg(long, global = true, value_name = "MS")]
     pub timeout_ms: Option<u64>,
@@ -102,6 +108,10 @@ impl Global {
                 .split_once('=')
                 .with_context(|| format!("--grant '{grant}' must look like NAME=CAPABILITY, e.g. WordCount=fs-read"))?;
             s.grants.entry(name.to_string()).or_default().add_grant(cap).map_err(anyhow::Error::msg)?;
+        }
+        s.middleware.files.extend(self.middleware.iter().map(|p| if p.is_absolute() { p.clone() } else { cwd.join(p) }));
+        for spec in &self.attach {
+            s.middleware.add_attach(spec).map_err(anyhow::Error::msg)?;
         }
         if let Some(ms) = self.timeout_ms {
             s.limits.timeout_ms = ms;

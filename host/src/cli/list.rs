@@ -41,6 +41,7 @@ pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
     let from = match &t.origin {
         Origin::Builtin => "built-in".to_string(),
         Origin::File(p) => p.display().to_string(),
+        Origin::Native => "native (registered from Rust)".to_string(),
     };
     println!("origin: {from}   WIT: toolhost:tool@{}   sha256: {}", t.wit_version, t.sha256);
     println!("declared capabilities: {}", declared(&t));
@@ -67,6 +68,7 @@ fn origin(t: &ToolInfo) -> String {
     match &t.origin {
         Origin::Builtin => "built-in".into(),
         Origin::File(_) => "plugin".into(),
+        Origin::Native => "native".into(),
     }
 }
 

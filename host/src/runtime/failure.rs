@@ -48,7 +48,7 @@ impl GuestFailure {
         if timed_out {
             return Self::Timeout { limit_ms };
         }
-        if text.contains("forcing a memory growth failure") || text.contains("memory allocation of") && text.contains("failed") {
+        if text.contains("forcing a memory growth failure") || text.contains("forcing trap when growing memory") {
             return Self::OutOfMemory { limit_mib: memory_bytes >> 20 };
         }
         if stderr_tail.contains("memory allocation of") {

@@ -77,6 +77,7 @@ pub struct RuntimeOptions {
 pub struct Runtime {
     engine: Engine,
     tool_linker: Linker<CallState>,
+    middleware_linker: Linker<CallState>,
     cache: Option<CompileCache>,
     pooling: bool,
     _ticker: EpochTicker,
@@ -97,12 +98,13 @@ impl Runtime {
             true => (Engine::new(&config(options, false)).map_err(anyhow::Error::from).context("creating the wasmtime engine")?, false),
         };
         let tool_linker = imports::tool_linker(&engine)?;
+        let middleware_linker = imports::middleware_linker(&engine)?;
         let cache = match &options.cache_dir {
             Some(dir) => Some(CompileCache::open(dir, &engine)?),
             None => None,
         };
         let ticker = EpochTicker::start(engine.clone());
-        Ok(Self { engine, tool_linker, cache, pooling, _ticker: ticker })
+        Ok(Self { engine, tool_linker, middleware_linker, cache, pooling, _ticker: ticker })
     }
 
     /// The engine.
@@ -113,6 +115,11 @@ impl Runtime {
     /// The linker for the `tool-component` world.
     pub fn tool_linker(&self) -> &Linker<CallState> {
         &self.tool_linker
+    }
+
+    /// The linker for the `middleware-component` world.
+    pub fn middleware_linker(&self) -> &Linker<CallState> {
+        &self.middleware_linker
     }
 
     /// Whether instances come from the pooling allocator.

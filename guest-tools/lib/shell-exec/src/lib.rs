@@ -49,10 +49,14 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// `0..=`[`MAX_TIMEOUT_MS`]. The host's schema validation already refuses
 /// other values; this guard keeps the tool safe on its own.
 pub fn timeout_ms(value: Option<&serde_json::Number>) -> Result<u64, String> {
-    let Some(n) = value else { return Ok(DEFAULT_TIMEOUT_MS) };
-    let ms = n
-        .as_u64()
-        .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= MAX_TIMEOUT_MS as f64).map(|f| f as u64));
+    let Some(n) = value else {
+        return Ok(DEFAULT_TIMEOUT_MS);
+    };
+    let ms = n.as_u64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= MAX_TIMEOUT_MS as f64)
+            .map(|f| f as u64)
+    });
     match ms {
         Some(ms) if ms <= MAX_TIMEOUT_MS => Ok(ms),
         _ => Err(format!(

@@ -38,8 +38,7 @@ use serde_json::{Map, Value};
 pub const STATE_KEY: &str = "tasks";
 
 /// The hint appended to every TaskUpdate answer that leaves the task completed.
-pub const COMPLETED_HINT: &str =
-    "\n\nTask completed. Call TaskList now to find your next available task or see if your work unblocked others.";
+pub const COMPLETED_HINT: &str = "\n\nTask completed. Call TaskList now to find your next available task or see if your work unblocked others.";
 
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -221,7 +220,9 @@ impl fmt::Display for TaskError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NotFound => f.write_str("Task not found"),
-            Self::UpdateNotFound { id } => write!(f, "TaskNotFoundError: The task (id={id}) does not exist."),
+            Self::UpdateNotFound { id } => {
+                write!(f, "TaskNotFoundError: The task (id={id}) does not exist.")
+            }
             Self::UnknownIds { task, field, ids } => write!(
                 f,
                 "TaskUpdateError: {field} names {} that {} not exist: {}. Use TaskList to see the existing ids. \
@@ -235,18 +236,31 @@ impl fmt::Display for TaskError {
                 "TaskUpdateError: a task cannot depend on itself: {field} of task {task} contains its own id. \
                  The task (id={task}) was not changed."
             ),
-            Self::Cycle { task, from, to, path } => write!(
+            Self::Cycle {
+                task,
+                from,
+                to,
+                path,
+            } => write!(
                 f,
                 "TaskUpdateError: adding \"{from} blocks {to}\" would create a dependency cycle: {} \
                  (\"a → b\" means a blocks b). The task (id={task}) was not changed.",
                 path.join(" → ")
             ),
-            Self::Blocked { task, target, blockers } => write!(
+            Self::Blocked {
+                task,
+                target,
+                blockers,
+            } => write!(
                 f,
                 "TaskUpdateError: the task (id={task}) cannot become {target}: it is blocked by unfinished {} {}. \
                  Complete {} first (or delete {} if no longer needed). The task (id={task}) was not changed.",
                 if blockers.len() == 1 { "task" } else { "tasks" },
-                blockers.iter().map(|(id, s)| format!("#{id} [{s}]")).collect::<Vec<_>>().join(", "),
+                blockers
+                    .iter()
+                    .map(|(id, s)| format!("#{id} [{s}]"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 if blockers.len() == 1 { "it" } else { "them" },
                 if blockers.len() == 1 { "it" } else { "them" },
             ),
@@ -273,15 +287,22 @@ impl Tasks {
     /// empty list. Anything else that is not a list of tasks is
     /// [`TaskError::CorruptState`].
     pub fn from_state(stored: Option<&str>) -> Result<Self, TaskError> {
-        let Some(text) = stored else { return Ok(Self::default()) };
-        let value: Value = serde_json::from_str(text).map_err(|e| TaskError::CorruptState(e.to_string()))?;
+        let Some(text) = stored else {
+            return Ok(Self::default());
+        };
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| TaskError::CorruptState(e.to_string()))?;
         if value.is_null() {
             return Ok(Self::default());
         }
-        let tasks: Vec<Task> = serde_json::from_value(value).map_err(|e| TaskError::CorruptState(e.to_string()))?;
+        let tasks: Vec<Task> =
+            serde_json::from_value(value).map_err(|e| TaskError::CorruptState(e.to_string()))?;
         let mut seen = HashSet::new();
         if let Some(dup) = tasks.iter().find(|t| !seen.insert(t.id.as_str())) {
-            return Err(TaskError::CorruptState(format!("the id {} is used by more than one task", dup.id)));
+            return Err(TaskError::CorruptState(format!(
+                "the id {} is used by more than one task",
+                dup.id
+            )));
         }
         Ok(Self { tasks })
     }
@@ -304,7 +325,12 @@ impl Tasks {
     /// as an integer (`1` for none). Deleting the task with the largest id
     /// therefore frees that id again, as in AgentScope.
     pub fn next_id(&self) -> String {
-        let max = self.tasks.iter().filter_map(|t| t.id.trim().parse::<i64>().ok()).max().unwrap_or(0);
+        let max = self
+            .tasks
+            .iter()
+            .filter_map(|t| t.id.trim().parse::<i64>().ok())
+            .max()
+            .unwrap_or(0);
         (max + 1).to_string()
     }
 
@@ -345,7 +371,10 @@ impl Tasks {
             lines.push(format!("Blocks: {}", hash_ids(&task.blocks)));
         }
         if !task.metadata.is_empty() {
-            lines.push(format!("Metadata: {}", pyrepr::py_repr(&Value::Object(task.metadata.clone()))));
+            lines.push(format!(
+                "Metadata: {}",
+                pyrepr::py_repr(&Value::Object(task.metadata.clone()))
+            ));
         }
         Ok(lines.join("\n"))
     }
@@ -386,7 +415,9 @@ impl Tasks {
 
     fn apply_update(&mut self, input: UpdateInput) -> Result<String, TaskError> {
         let id = input.task_id.clone();
-        let Some(mut at) = self.index(&id) else { return Err(TaskError::UpdateNotFound { id }) };
+        let Some(mut at) = self.index(&id) else {
+            return Err(TaskError::UpdateNotFound { id });
+        };
         let mut fields: Vec<&str> = Vec::new();
 
         // 1. subject, when non-empty.
@@ -411,7 +442,8 @@ impl Tasks {
         }
         // 4. add_blocked_by: each of them blocks this task.
         if let Some(ids) = input.add_blocked_by {
-            let new = self.new_relation_ids(&id, "add_blocked_by", &ids, &self.tasks[at].blocked_by)?;
+            let new =
+                self.new_relation_ids(&id, "add_blocked_by", &ids, &self.tasks[at].blocked_by)?;
             for other in &new {
                 self.add_edge(&id, other, &id)?;
             }
@@ -438,7 +470,11 @@ impl Tasks {
                 if target != TaskState::Pending && target != self.tasks[at].state {
                     let blockers = self.unfinished_blockers(&id);
                     if !blockers.is_empty() {
-                        return Err(TaskError::Blocked { task: id, target, blockers });
+                        return Err(TaskError::Blocked {
+                            task: id,
+                            target,
+                            blockers,
+                        });
                     }
                 }
                 at = self.index(&id).expect("the task still exists");
@@ -488,7 +524,10 @@ impl Tasks {
         existing: &[String],
     ) -> Result<Vec<String>, TaskError> {
         if requested.iter().any(|r| r == task) {
-            return Err(TaskError::SelfReference { task: task.to_string(), field });
+            return Err(TaskError::SelfReference {
+                task: task.to_string(),
+                field,
+            });
         }
         let mut unknown: Vec<String> = Vec::new();
         for r in requested {
@@ -497,7 +536,11 @@ impl Tasks {
             }
         }
         if !unknown.is_empty() {
-            return Err(TaskError::UnknownIds { task: task.to_string(), field, ids: unknown });
+            return Err(TaskError::UnknownIds {
+                task: task.to_string(),
+                field,
+                ids: unknown,
+            });
         }
         let mut new: Vec<String> = Vec::new();
         for r in requested {
@@ -513,7 +556,12 @@ impl Tasks {
         if let Some(back) = self.blocks_path(to, from) {
             let mut path = vec![from.to_string()];
             path.extend(back);
-            return Err(TaskError::Cycle { task: task.to_string(), from: from.into(), to: to.into(), path });
+            return Err(TaskError::Cycle {
+                task: task.to_string(),
+                from: from.into(),
+                to: to.into(),
+                path,
+            });
         }
         let f = self.index(from).expect("checked to exist");
         if !self.tasks[f].blocks.iter().any(|b| b == to) {
@@ -571,10 +619,14 @@ impl Tasks {
 
     /// The tasks blocking `id` that are not completed, in list order.
     fn unfinished_blockers(&self, id: &str) -> Vec<(String, TaskState)> {
-        let Some(task) = self.find(id) else { return Vec::new() };
+        let Some(task) = self.find(id) else {
+            return Vec::new();
+        };
         self.tasks
             .iter()
-            .filter(|t| t.id != id && (task.blocked_by.contains(&t.id) || t.blocks.iter().any(|b| b == id)))
+            .filter(|t| {
+                t.id != id && (task.blocked_by.contains(&t.id) || t.blocks.iter().any(|b| b == id))
+            })
             .filter(|t| t.state != TaskState::Completed)
             .map(|t| (t.id.clone(), t.state))
             .collect()
@@ -582,7 +634,10 @@ impl Tasks {
 }
 
 fn hash_ids(ids: &[String]) -> String {
-    ids.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", ")
+    ids.iter()
+        .map(|i| format!("#{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

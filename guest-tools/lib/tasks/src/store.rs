@@ -24,7 +24,10 @@ impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Corrupt(e) => write!(f, "{e}"),
-            Self::Refused(e) => write!(f, "the task list could not be saved in the agent state: {e}"),
+            Self::Refused(e) => write!(
+                f,
+                "the task list could not be saved in the agent state: {e}"
+            ),
         }
     }
 }

@@ -196,12 +196,20 @@ pub fn problems(input: &Input) -> Vec<String> {
     for (qi, q) in input.questions.iter().enumerate() {
         let which = format!("question {} ({:?})", qi + 1, q.question);
         if let Some(first) = asked.iter().position(|a| *a == q.question) {
-            problems.push(format!("questions {} and {} ask the same question {:?}; question texts must be unique", first + 1, qi + 1, q.question));
+            problems.push(format!(
+                "questions {} and {} ask the same question {:?}; question texts must be unique",
+                first + 1,
+                qi + 1,
+                q.question
+            ));
         }
         asked.push(&q.question);
         let header_len = q.header.chars().count();
         if header_len > 12 {
-            problems.push(format!("{which} has a header of {header_len} characters ({:?}); at most 12 are allowed", q.header));
+            problems.push(format!(
+                "{which} has a header of {header_len} characters ({:?}); at most 12 are allowed",
+                q.header
+            ));
         }
         let k = q.options.len();
         if !(2..=4).contains(&k) {
@@ -215,7 +223,11 @@ pub fn problems(input: &Input) -> Vec<String> {
             }
         }
         if q.multi_select {
-            for o in q.options.iter().filter(|o| o.preview.as_deref().is_some_and(|p| !p.is_empty())) {
+            for o in q
+                .options
+                .iter()
+                .filter(|o| o.preview.as_deref().is_some_and(|p| !p.is_empty()))
+            {
                 problems.push(format!(
                     "{which} is multi_select, but its option {:?} has a preview; previews are only for single-select questions",
                     o.label
@@ -228,7 +240,10 @@ pub fn problems(input: &Input) -> Vec<String> {
 
 /// The DENY message for invalid input, naming every problem.
 pub fn denial(problems: &[String]) -> String {
-    format!("Invalid AskUser input: {}. Fix the questions and call AskUser again.", problems.join("; "))
+    format!(
+        "Invalid AskUser input: {}. Fix the questions and call AskUser again.",
+        problems.join("; ")
+    )
 }
 
 impl Tool for AskUser {

@@ -13,7 +13,7 @@ pub const CANDIDATES: [&str; 2] = ["pwsh", "powershell.exe"];
 pub const PROBE_TIMEOUT_MS: u64 = 10_000;
 
 /// What one probe says.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub enum Verdict {
     /// The executable starts: use it.
     Use,
@@ -48,7 +48,10 @@ pub fn find() -> Result<Option<&'static str>, ToolError> {
         };
         let result = backend::spawn(&request).map(|p| p.wait().code);
         if let Err(e) = &result {
-            log::debug(&format!("PowerShell probe of {exe}: {}", shell_exec::describe_error(e)));
+            log::debug(&format!(
+                "PowerShell probe of {exe}: {}",
+                shell_exec::describe_error(e)
+            ));
         }
         match verdict(result) {
             Verdict::Use => return Ok(Some(exe)),

@@ -63,3 +63,29 @@ impl Tool for TaskCreate {
 }
 
 export_tool!(TaskCreate);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_sdk::{PermissionBehavior, PermissionMode};
+
+    #[test]
+    fn spec_flags_and_permission() {
+        let spec = TaskCreate::spec();
+        assert_eq!(spec.name, "TaskCreate");
+        assert!(spec.concurrency_safe && !spec.read_only && spec.state_injected && !spec.external);
+        assert_eq!(spec.input_schema["type"], "object");
+        let ctx = Context {
+            mode: PermissionMode::Default,
+            working_dirs: vec![],
+            cwd: "/".into(),
+            home: "/".into(),
+            tool_config: json!({}),
+        };
+        let input: task_model::CreateInput =
+            serde_json::from_str(r#"{"subject":"s","description":"d"}"#).unwrap();
+        let d = TaskCreate::check_permissions(&input, &ctx);
+        assert_eq!(d.behavior, PermissionBehavior::Allow);
+        assert_eq!(d.message, "TaskCreate is always allowed to be called.");
+    }
+}

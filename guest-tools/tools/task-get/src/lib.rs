@@ -46,3 +46,28 @@ impl Tool for TaskGet {
 }
 
 export_tool!(TaskGet);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_sdk::{PermissionBehavior, PermissionMode};
+
+    #[test]
+    fn spec_flags_and_permission() {
+        let spec = TaskGet::spec();
+        assert_eq!(spec.name, "TaskGet");
+        assert!(spec.concurrency_safe && !spec.read_only && spec.state_injected && !spec.external);
+        assert_eq!(spec.input_schema["type"], "object");
+        let ctx = Context {
+            mode: PermissionMode::Default,
+            working_dirs: vec![],
+            cwd: "/".into(),
+            home: "/".into(),
+            tool_config: json!({}),
+        };
+        let input: task_model::GetInput = serde_json::from_str(r#"{"task_id":"1"}"#).unwrap();
+        let d = TaskGet::check_permissions(&input, &ctx);
+        assert_eq!(d.behavior, PermissionBehavior::Allow);
+        assert_eq!(d.message, "TaskGet is always allowed to be called.");
+    }
+}

@@ -38,3 +38,28 @@ impl Tool for TaskList {
 }
 
 export_tool!(TaskList);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_sdk::{PermissionBehavior, PermissionMode};
+
+    #[test]
+    fn spec_flags_and_permission() {
+        let spec = TaskList::spec();
+        assert_eq!(spec.name, "TaskList");
+        assert!(spec.concurrency_safe && !spec.read_only && spec.state_injected && !spec.external);
+        assert_eq!(spec.input_schema["type"], "object");
+        let ctx = Context {
+            mode: PermissionMode::Default,
+            working_dirs: vec![],
+            cwd: "/".into(),
+            home: "/".into(),
+            tool_config: json!({}),
+        };
+        let input: task_model::ListInput = serde_json::from_str(r#"{}"#).unwrap();
+        let d = TaskList::check_permissions(&input, &ctx);
+        assert_eq!(d.behavior, PermissionBehavior::Allow);
+        assert_eq!(d.message, "TaskList is always allowed to be called.");
+    }
+}

@@ -80,3 +80,56 @@ impl Tool for TaskUpdate {
 }
 
 export_tool!(TaskUpdate);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolhost_sdk::{PermissionBehavior, PermissionMode};
+
+    #[test]
+    fn spec_flags_and_permission() {
+        let spec = TaskUpdate::spec();
+        assert_eq!(spec.name, "TaskUpdate");
+        assert!(spec.concurrency_safe && !spec.read_only && spec.state_injected && !spec.external);
+        assert_eq!(spec.input_schema["type"], "object");
+        let ctx = Context {
+            mode: PermissionMode::Default,
+            working_dirs: vec![],
+            cwd: "/".into(),
+            home: "/".into(),
+            tool_config: json!({}),
+        };
+        let input: task_model::UpdateInput = serde_json::from_str(r#"{"task_id":"1"}"#).unwrap();
+        let d = TaskUpdate::check_permissions(&input, &ctx);
+        assert_eq!(d.behavior, PermissionBehavior::Allow);
+        assert_eq!(d.message, "TaskUpdate is always allowed to be called.");
+    }
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use super::*;
+
+    #[test]
+    fn optional_fields_are_nullable_with_null_default() {
+        let schema = TaskUpdate::spec().input_schema;
+        assert_eq!(schema["required"], json!(["task_id"]));
+        for field in [
+            "subject",
+            "description",
+            "add_blocks",
+            "status",
+            "add_blocked_by",
+            "owner",
+            "metadata",
+        ] {
+            let p = &schema["properties"][field];
+            assert_eq!(p["anyOf"][1], json!({"type": "null"}), "{field}");
+            assert_eq!(p["default"], serde_json::Value::Null, "{field}");
+        }
+        assert_eq!(
+            schema["properties"]["status"]["anyOf"][0]["enum"],
+            json!(["pending", "in_progress", "completed", "deleted"])
+        );
+    }
+}

@@ -1,35 +1,125 @@
 //! The `chain` interface: how a middleware runs the inner layers of a call.
 //!
-//! Each `next-handler.run` starts the inner layers (the next middleware, or
-//! finally the tool) as their own task with their own store; their chunks
-//! arrive through a channel that `inner-call.next-chunk` drains.
+//! Each `next-handler.run` re-validates the input against the tool's schema
+//! and starts the inner layers (the next middleware, or finally the tool) as
+//! their own task with their own store; their chunks arrive through a
+//! channel that `inner-call.next-chunk` drains as they come. The chain
+//! itself (ordering, stores, failures) lives in [`crate::middleware`].
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::{mpsc, oneshot};
+use wasmtime::component::Resource;
 
+use super::output::to_wit;
 use crate::response::Chunk;
-use crate::runtime::bindings::wit_types::ToolError;
+use crate::runtime::CallState;
+use crate::runtime::bindings::middleware::toolhost::tool::chain as wit;
+use crate::runtime::bindings::wit_types::{self as types, ToolError};
 
-/// Starts the layers inside a given position of a chain.
+/// How the inner layers of a run ended, as a middleware sees it.
+pub type InnerOutcome = Result<(), ToolError>;
+
+/// Starts the layers inside one position of a chain.
 pub trait ChainRunner: Send + Sync {
-    /// Runs the layers from `position` inward with `input`; chunks go to
-    /// `output`, the outcome to the returned receiver.
-    fn run(&self, position: usize, input: String, output: mpsc::Sender<Chunk>) -> oneshot::Receiver<Result<(), ToolError>>;
+    /// Validates `input` against the tool's schema, then runs the inner
+    /// layers with it as a task of their own; their chunks go to `output`,
+    /// their outcome to the returned receiver. Invalid input is refused
+    /// with [`ToolError::InvalidInput`] carrying the validation error.
+    fn run(&self, input: String, output: mpsc::Sender<Chunk>) -> Result<oneshot::Receiver<InnerOutcome>, ToolError>;
 }
 
-/// The handle a middleware gets: the chain and its own position in it.
+/// The handle a middleware gets: the rest of the chain below it.
 pub struct NextHandler {
-    /// The chain being run.
+    /// Starts the inner layers.
     pub runner: Arc<dyn ChainRunner>,
-    /// The position of the layer this handler runs.
-    pub position: usize,
+    /// Set while the middleware waits for its inner layers, so that a
+    /// timeout then is blamed on the layer that was actually running.
+    pub waiting: Arc<AtomicBool>,
 }
 
 /// One run of the inner layers.
 pub struct InnerCall {
     /// Chunks from the inner layers.
     pub chunks: mpsc::Receiver<Chunk>,
-    /// How the inner layers ended.
-    pub outcome: Option<oneshot::Receiver<Result<(), ToolError>>>,
+    /// How the inner layers ended (taken once received).
+    pub outcome: Option<oneshot::Receiver<InnerOutcome>>,
+    /// The outcome once received, for repeated `outcome` calls.
+    pub settled: Option<InnerOutcome>,
+    /// Shared with the [`NextHandler`] that started the run.
+    pub waiting: Arc<AtomicBool>,
+}
+
+impl InnerCall {
+    /// The next chunk, marking the middleware as waiting meanwhile.
+    pub async fn next(&mut self) -> Option<Chunk> {
+        self.waiting.store(true, Ordering::Relaxed);
+        let chunk = self.chunks.recv().await;
+        self.waiting.store(false, Ordering::Relaxed);
+        chunk
+    }
+
+    /// Drains any chunks left, then waits for the outcome.
+    pub async fn outcome(&mut self) -> InnerOutcome {
+        if let Some(done) = &self.settled {
+            return done.clone();
+        }
+        while self.next().await.is_some() {}
+        let outcome = match self.outcome.take() {
+            Some(rx) => {
+                self.waiting.store(true, Ordering::Relaxed);
+                let got = rx.await;
+                self.waiting.store(false, Ordering::Relaxed);
+                got.unwrap_or_else(|_| Err(ToolError::Internal("the inner layers of the call ended without an outcome (they were stopped)".into())))
+            }
+            None => Err(ToolError::Internal("the inner layers of the call ended without an outcome".into())),
+        };
+        self.settled = Some(outcome.clone());
+        outcome
+    }
+}
+
+impl NextHandler {
+    /// Starts a run of the inner layers (see [`ChainRunner::run`]).
+    pub fn start(&self, input: String) -> Result<InnerCall, ToolError> {
+        let (tx, rx) = mpsc::channel(32);
+        let outcome = self.runner.run(input, tx)?;
+        Ok(InnerCall { chunks: rx, outcome: Some(outcome), settled: None, waiting: self.waiting.clone() })
+    }
+}
+
+impl wit::Host for CallState {}
+
+impl wit::HostNextHandler for CallState {
+    async fn run(&mut self, handler: Resource<NextHandler>, input: String) -> wasmtime::Result<Result<Resource<InnerCall>, ToolError>> {
+        let started = self.table.get(&handler)?.start(input);
+        match started {
+            Ok(call) => Ok(Ok(self.table.push(call)?)),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    async fn drop(&mut self, handler: Resource<NextHandler>) -> wasmtime::Result<()> {
+        self.table.delete(handler)?;
+        Ok(())
+    }
+}
+
+impl wit::HostInnerCall for CallState {
+    async fn next_chunk(&mut self, call: Resource<InnerCall>) -> wasmtime::Result<Option<types::Chunk>> {
+        let call = self.table.get_mut(&call)?;
+        Ok(call.next().await.map(to_wit))
+    }
+
+    async fn outcome(&mut self, call: Resource<InnerCall>) -> wasmtime::Result<Result<(), ToolError>> {
+        let call = self.table.get_mut(&call)?;
+        Ok(call.outcome().await)
+    }
+
+    async fn drop(&mut self, call: Resource<InnerCall>) -> wasmtime::Result<()> {
+        // Dropping the receiver makes the inner layers' `emit` return false.
+        self.table.delete(call)?;
+        Ok(())
+    }
 }

@@ -25,4 +25,14 @@ pub fn tool_linker(engine: &Engine) -> Result<Linker<CallState>> {
     Ok(linker)
 }
 
+/// The linker for the `middleware-component` world: the same WASI context
+/// and interfaces as a tool, plus `chain` (how a middleware runs the inner
+/// layers of a call).
+pub fn middleware_linker(engine: &Engine) -> Result<Linker<CallState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    bindings::middleware::MiddlewareComponent::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)?;
+    Ok(linker)
+}
+
 impl bindings::wit_types::Host for CallState {}

@@ -1,0 +1,140 @@
+//! Issue-2 figures, each beside a peer measured in the same run:
+//!
+//! - a trivial tool call end to end (schema validation, permission check,
+//!   fresh instance, call, response), p50/p99, against the same work done by
+//!   a native Rust function, and against AgentScope 2.0.11 in-process when
+//!   `AGENTSCOPE_PYTHON` names a Python with agentscope installed
+//!   (`bench/agentscope_call.py`);
+//! - `toolhost list` cold (a new process, compile cache warm) with the
+//!   built-ins: wall time and peak RSS, against `/bin/true`;
+//! - loading one component on a compile-cache miss and on a hit.
+//!
+//! Run: `cargo bench -p toolhost-e2e --bench foundation`
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost::runtime::{Runtime, RuntimeOptions};
+use toolhost::tool::{Origin, load_component};
+use toolhost::{CallRequest, PermissionAnswer};
+use toolhost_e2e::{Scratch, guest, toolhost_bin};
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[index]
+}
+
+fn report(name: &str, samples: &mut [Duration]) -> (Duration, Duration) {
+    let p50 = percentile(samples, 0.50);
+    let p99 = percentile(samples, 0.99);
+    println!("{name:<48} p50 {:>9.1} µs   p99 {:>9.1} µs   (n={})", p50.as_secs_f64() * 1e6, p99.as_secs_f64() * 1e6, samples.len());
+    (p50, p99)
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio");
+    runtime.block_on(async_main());
+}
+
+async fn async_main() {
+    let iterations: usize = std::env::var("ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(5_000);
+    let scratch = Scratch::new();
+    let mut settings = scratch.settings();
+    settings.builtins = false;
+    settings.plugins.push(guest("echo"));
+    let host = scratch.host(settings).await;
+    println!("pooling allocator: {}", host.runtime().pooling());
+
+    // 1. Trivial call end to end.
+    let input = json!({"text": "hi"}).to_string();
+    for _ in 0..200 {
+        host.call(CallRequest::new("Echo", input.clone())).finish(PermissionAnswer::Deny).await;
+    }
+    let mut samples = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let start = Instant::now();
+        let r = host.call(CallRequest::new("Echo", input.clone())).finish(PermissionAnswer::Deny).await.into_response();
+        samples.push(start.elapsed());
+        assert_eq!(r.text(), "hi");
+    }
+    let (call_p50, _) = report("toolhost: trivial call, end to end", &mut samples);
+
+    // The same work natively: parse, validate, a permission decision, the call.
+    let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
+    let validator = jsonschema::validator_for(&schema).expect("schema");
+    let mut native = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let start = Instant::now();
+        let value: serde_json::Value = serde_json::from_str(&input).expect("json");
+        assert!(validator.is_valid(&value));
+        let read_only = std::hint::black_box(true);
+        let text = if read_only { value["text"].as_str().unwrap_or_default().to_string() } else { String::new() };
+        std::hint::black_box(text);
+        native.push(start.elapsed());
+    }
+    let (native_p50, _) = report("native Rust function, same work", &mut native);
+    println!("ratio toolhost / native (p50): {:.1}x", call_p50.as_secs_f64() / native_p50.as_secs_f64());
+
+    if let Ok(python) = std::env::var("AGENTSCOPE_PYTHON") {
+        let script = toolhost_e2e::root().join("bench/agentscope_call.py");
+        let out = Command::new(&python).arg(&script).arg(iterations.to_string()).output().expect("running python");
+        let text = String::from_utf8_lossy(&out.stdout);
+        print!("{text}");
+        if let Some(p50) = text.lines().find_map(|l| l.strip_prefix("p50_us ")).and_then(|v| v.trim().parse::<f64>().ok()) {
+            println!("ratio AgentScope / toolhost (p50): {:.2}x faster", p50 / (call_p50.as_secs_f64() * 1e6));
+        }
+    } else {
+        println!("(AgentScope peer skipped: set AGENTSCOPE_PYTHON to a python with agentscope==2.0.11)");
+    }
+
+    // 2. `toolhost list` cold, built-ins, compile cache warm.
+    let bin = toolhost_bin();
+    let cache = toolhost_e2e::root().join("target/bench-cache");
+    let list = || Command::new(bin).arg("--cache-dir").arg(&cache).arg("list").output().expect("toolhost list");
+    assert!(list().status.success());
+    let mut walls = Vec::new();
+    for _ in 0..20 {
+        let start = Instant::now();
+        assert!(list().status.success());
+        walls.push(start.elapsed());
+    }
+    let peak_kib = children_peak_rss_kib();
+    let mut trues = Vec::new();
+    for _ in 0..20 {
+        let start = Instant::now();
+        Command::new("/bin/true").status().expect("true");
+        trues.push(start.elapsed());
+    }
+    let (list_p50, _) = report("`toolhost list` cold (cache warm), wall", &mut walls);
+    let (true_p50, _) = report("`/bin/true`, wall (process start peer)", &mut trues);
+    println!("`toolhost list` peak RSS: {:.1} MiB; ratio list / true (p50): {:.0}x", peak_kib as f64 / 1024.0, list_p50.as_secs_f64() / true_p50.as_secs_f64());
+
+    // 3. Loading one component, compile-cache miss vs hit.
+    let bytes = std::fs::read(guest("escape")).expect("escape.wasm");
+    let mut misses = Vec::new();
+    let mut hits = Vec::new();
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let rt = Runtime::new(&RuntimeOptions { cache_dir: Some(dir.path().into()), ..Default::default() }).expect("runtime");
+        let start = Instant::now();
+        load_component(&rt, &bytes, Origin::Builtin, "escape").await.expect("load");
+        misses.push(start.elapsed());
+        let start = Instant::now();
+        load_component(&rt, &bytes, Origin::Builtin, "escape").await.expect("load");
+        hits.push(start.elapsed());
+    }
+    let (miss, _) = report(&format!("load a {} KB component, cache miss", bytes.len() / 1024), &mut misses);
+    let (hit, _) = report("load the same component, cache hit", &mut hits);
+    println!("ratio miss / hit (p50): {:.0}x", miss.as_secs_f64() / hit.as_secs_f64());
+}
+
+fn children_peak_rss_kib() -> i64 {
+    // SAFETY: getrusage only writes into the struct we pass.
+    unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage.ru_maxrss
+    }
+}

@@ -1,0 +1,123 @@
+//! Helpers for the end-to-end tests: where the test components are, the
+//! `toolhost` binary, and a host with a scratch working directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use toolhost::response::ToolResponse;
+use toolhost::settings::Settings;
+use toolhost::{CallRequest, PermissionAnswer, Toolhost};
+
+/// A component built from `examples/components/<crate>` (crate name with `_`).
+pub fn example(name: &str) -> PathBuf {
+    wasm(env!("EXAMPLE_COMPONENTS"), name)
+}
+
+/// A hostile or special-purpose guest built from `tests/guests/<crate>`.
+pub fn guest(name: &str) -> PathBuf {
+    wasm(env!("TEST_GUESTS"), name)
+}
+
+fn wasm(dir: &str, name: &str) -> PathBuf {
+    let mut path = Path::new(dir).join(format!("{}.wasm", name.replace('-', "_")));
+    if !path.exists() {
+        // Binary crates keep their dashes.
+        path = Path::new(dir).join(format!("{name}.wasm"));
+    }
+    assert!(path.exists(), "test component {} was not built (tests/build.rs builds it)", path.display());
+    path
+}
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("TOOLHOST_ROOT"))
+}
+
+/// The `toolhost` binary, built once per test process (a no-op when fresh).
+pub fn toolhost_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let cargo = option_env!("CARGO").unwrap_or("cargo");
+        let status = Command::new(cargo)
+            .current_dir(root())
+            .args(["build", "--quiet", "-p", "toolhost", "--bin", "toolhost"])
+            .status()
+            .expect("running cargo build for the toolhost binary");
+        assert!(status.success(), "building the toolhost binary failed");
+        let exe = std::env::current_exe().expect("test executable path");
+        // target/<profile>/deps/test-xxxx -> target/<profile>/toolhost
+        let dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
+        let bin = dir.join("toolhost");
+        if bin.exists() { bin } else { root().join("target/debug/toolhost") }
+    })
+}
+
+/// A scratch directory with its own compile cache and working dir.
+pub struct Scratch {
+    /// Keeps the directory alive.
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    /// A new scratch directory with a `work/` working directory.
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("work")).expect("mkdir work");
+        Self { dir }
+    }
+
+    /// The working directory (canonical).
+    pub fn work(&self) -> PathBuf {
+        self.dir.path().join("work").canonicalize().expect("canonical work dir")
+    }
+
+    /// A path inside the scratch directory but outside `work/`.
+    pub fn outside(&self, name: &str) -> PathBuf {
+        self.dir.path().canonicalize().expect("canonical").join(name)
+    }
+
+    /// Settings rooted here: `work/` as the only working dir, a shared
+    /// compile cache (compiling is the slow part; sharing it across tests is safe).
+    pub fn settings(&self) -> Settings {
+        let mut s = Settings::default();
+        s.permissions.working_dirs = vec![self.work().display().to_string()];
+        s.cache_dir = Some(root().join("target/test-cache"));
+        s.state_dir = Some(self.dir.path().join("sessions"));
+        s
+    }
+
+    /// A host over these settings.
+    pub async fn host(&self, settings: Settings) -> Toolhost {
+        Toolhost::builder().settings(settings, None).build().await.expect("building the host")
+    }
+
+    /// Runs the CLI with `args` in this scratch dir (cache shared), stdin closed.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        Command::new(toolhost_bin())
+            .current_dir(self.work())
+            .arg("--cache-dir")
+            .arg(root().join("target/test-cache"))
+            .args(args)
+            .env("HOME", self.dir.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("running toolhost")
+    }
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Calls `tool` with `input` and drains the stream, answering any ask with `answer`.
+pub async fn call(host: &Toolhost, tool: &str, input: serde_json::Value, answer: PermissionAnswer) -> ToolResponse {
+    host.call(CallRequest::new(tool, input.to_string())).finish(answer).await.into_response()
+}
+
+/// stdout and stderr of a CLI run as text.
+pub fn text(out: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
