@@ -27,6 +27,9 @@ async def main(n: int) -> None:
     ctx = PermissionContext()
     engine = PermissionEngine(ctx)
     from agentscope.message import ToolCallBlock
+    from agentscope.state import AgentState
+
+    state = AgentState()
 
     samples = []
     for i in range(n + 200):
@@ -35,11 +38,12 @@ async def main(n: int) -> None:
         decision = await engine.check_permission(tool, {"text": "hi"})
         assert decision is not None
         last = None
-        async for item in toolkit.call_tool(call):
+        async for item in toolkit.call_tool(call, state):
             last = item
         elapsed = time.perf_counter() - start
         if i >= 200:
             samples.append(elapsed * 1e6)
+    assert last is not None and "hi" in str(last), last
     samples.sort()
     print(f"p50_us {statistics.median(samples):.1f}")
     print(f"p99_us {samples[int(len(samples) * 0.99) - 1]:.1f}")

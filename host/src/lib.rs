@@ -15,6 +15,7 @@ pub mod state;
 pub mod instance;
 pub mod tool;
 pub mod settings;
+pub mod batch;
 pub mod events;
 pub mod builtin;
 pub mod middleware;

@@ -556,3 +556,23 @@ fn read_before_edit_holds_across_cli_processes() {
     assert!(!out.status.success() && stdout.contains("you must first read it"), "{stdout}\n{stderr}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "beta\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ten_megabyte_file_can_be_paged() {
+    let env = Env::new().await;
+    let lines = 200_000;
+    let body: String = (1..=lines).map(|i| format!("line {i:07} {}\n", "z".repeat(40))).collect();
+    assert!(body.len() >= 10_000_000);
+    write(env.work.join("big.txt"), &body);
+    let p = env.p("big.txt");
+    let first = ok(&env.call("Read", json!({"file_path": p})).await);
+    assert_eq!(first.lines().count(), 2000);
+    assert!(first.ends_with(&format!("  2000\tline 0002000 {}", "z".repeat(40))));
+    // Later pages come from the read cache.
+    let page = ok(&env.call("Read", json!({"file_path": p, "offset": 199_999, "limit": 2000})).await);
+    assert_eq!(page, format!("199999\tline 0199999 {z}\n200000\tline 0200000 {z}", z = "z".repeat(40)));
+    // And the cached content is what Edit works on.
+    let r = env.call("Edit", json!({"file_path": p, "old_string": "line 0123456 ", "new_string": "LINE 0123456 "})).await;
+    assert_eq!(ok(&r), format!("Successfully replaced 1 occurrence in {p}"));
+    assert!(std::fs::read_to_string(&p).unwrap().contains("\nLINE 0123456 z"));
+}

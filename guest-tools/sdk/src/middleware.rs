@@ -89,8 +89,8 @@ impl InnerCall {
     }
 
     /// Collects every remaining chunk, with the outcome.
-    pub fn collect(&self) -> (Vec<Chunk>, Result<(), ToolError>) {
-        let chunks: Vec<Chunk> = self.into_iter().collect();
+    pub fn collect_all(&self) -> (Vec<Chunk>, Result<(), ToolError>) {
+        let chunks: Vec<Chunk> = Iterator::collect(self.into_iter());
         (chunks, self.outcome())
     }
 }

@@ -152,6 +152,9 @@ pub enum Command {
     Call(CallArgs),
     /// Finish an external call (printed by `call` with exit code 4) with its result
     Resume(ResumeArgs),
+    /// Run a batch of calls (a JSON list) as an agent would: consecutive
+    /// concurrency-safe calls in parallel, the rest one at a time, results in order
+    Run(RunArgs),
     /// Evaluate the permission engine without running anything
     Check(CheckArgs),
     /// Show what a .wasm component is: metadata, WIT version, capabilities, imports, hash
@@ -199,6 +202,15 @@ pub struct ResumeArgs {
     /// Print the response as JSON
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// A JSON list of calls: [{"id": "1", "tool": "Read", "input": {...}}, ...] (a file, or - for stdin)
+    pub calls: PathBuf,
+    /// Keep agent state between invocations under this name
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -98,7 +98,7 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
 }
 
 /// Opens (or starts) the session state file `<state_dir>/<name>.json`.
-fn open_session(dir: &Path, name: &str) -> Result<Arc<AgentState>> {
+pub fn open_session(dir: &Path, name: &str) -> Result<Arc<AgentState>> {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') || name.starts_with('.') {
         bail!("session name '{name}' may only contain letters, digits, '-', '_' and '.' (not leading)");
     }
@@ -106,7 +106,7 @@ fn open_session(dir: &Path, name: &str) -> Result<Arc<AgentState>> {
     Ok(Arc::new(AgentState::open(&path)?))
 }
 
-fn read_json_arg<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
+pub fn read_json_arg<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
     let text = if path == Path::new("-") {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s)?;

@@ -6,6 +6,7 @@ mod check;
 mod inspect;
 mod list;
 mod prompt;
+mod run;
 
 use std::process::ExitCode;
 
@@ -50,6 +51,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Describe(a) => list::describe(&cli.global, a).await,
         Command::Call(a) => call::call(&cli.global, a).await,
         Command::Resume(a) => call::resume(&cli.global, a).await,
+        Command::Run(a) => run::run(&cli.global, a).await,
         Command::Check(a) => check::check(&cli.global, a).await,
         Command::Inspect(a) => inspect::inspect(&cli.global, a).await,
     }
