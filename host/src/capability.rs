@@ -119,6 +119,7 @@ impl Grants {
         policy: &Policy,
         working_dirs: &[PathBuf],
         read_roots: &[PathBuf],
+        builtin: bool,
     ) -> Self {
         let expand = |roots: &[String], extra: &[PathBuf]| -> Vec<PathBuf> {
             let mut out: Vec<PathBuf> = Vec::new();
@@ -156,7 +157,7 @@ impl Grants {
         let mut roots: Vec<Root> = writes.into_iter().map(|path| Root { path, write: true }).collect();
         roots.extend(reads.into_iter().map(|path| Root { path, write: false }));
         Self {
-            fs: FsScope::new(tool, roots, grant_hint(tool)),
+            fs: FsScope::new(tool, roots, if builtin { builtin_hint() } else { grant_hint(tool) }),
             process_exec: declared.process_exec && policy.process_exec,
             state: declared.state && policy.state,
         }
@@ -175,9 +176,11 @@ impl Grants {
 }
 
 fn grant_hint(tool: &str) -> String {
-    format!(
-        "allow it with --workdir/--read-root (built-in tools) or --grant {tool}=fs-read:/path (plugins), or the same in toolhost.toml"
-    )
+    format!("grant it with --grant {tool}=fs-read:/path (or fs-write), or in [grants.{tool}] of toolhost.toml")
+}
+
+fn builtin_hint() -> String {
+    "add the directory with --workdir (read-write) or --read-root (read-only), or in toolhost.toml".to_string()
 }
 
 #[cfg(test)]
@@ -190,7 +193,7 @@ mod tests {
 
     #[test]
     fn third_party_gets_nothing_by_default() {
-        let g = Grants::intersect("X", &declared(), &Policy::default(), &["/w".into()], &[]);
+        let g = Grants::intersect("X", &declared(), &Policy::default(), &["/w".into()], &[], false);
         assert!(g.fs.roots().is_empty());
         assert!(!g.process_exec);
     }
@@ -200,7 +203,7 @@ mod tests {
         let mut p = Policy::default();
         p.add_grant("fs-read").unwrap();
         p.add_grant("fs-write").unwrap();
-        let g = Grants::intersect("X", &declared(), &p, &["/w".into()], &[]);
+        let g = Grants::intersect("X", &declared(), &p, &["/w".into()], &[], false);
         // Declared read only: the write grant does not widen it.
         assert_eq!(g.fs.roots().len(), 1);
         assert!(!g.fs.roots()[0].write);
@@ -211,7 +214,7 @@ mod tests {
     fn narrower_root_wins() {
         let mut p = Policy::default();
         p.add_grant("fs-read:/w/sub").unwrap();
-        let g = Grants::intersect("X", &declared(), &p, &["/w".into()], &[]);
+        let g = Grants::intersect("X", &declared(), &p, &["/w".into()], &[], false);
         assert_eq!(g.fs.roots()[0].path, PathBuf::from("/w/sub"));
     }
 

@@ -747,7 +747,7 @@ impl Toolhost {
             network: false,
             state: policy.state,
         };
-        Grants::intersect(name, &declared, &policy, self.working_dirs(), &[])
+        Grants::intersect(name, &declared, &policy, self.working_dirs(), &[], false)
     }
 
     /// Loads `[middleware].files` and applies `[middleware.attach]`.

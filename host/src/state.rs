@@ -149,6 +149,17 @@ impl AgentState {
         self.lock().values.insert(key.to_string(), value);
     }
 
+    /// Stores `value` under `key` if the stored value equals `expected`
+    /// (`None`: nothing stored); false if it changed in between.
+    pub fn compare_and_set(&self, key: &str, expected: Option<&serde_json::Value>, value: serde_json::Value) -> bool {
+        let mut data = self.lock();
+        if data.values.get(key) != expected {
+            return false;
+        }
+        data.values.insert(key.to_string(), value);
+        true
+    }
+
     /// A copy of everything (for inspection and tests).
     pub fn snapshot(&self) -> StateData {
         self.lock().clone()
@@ -176,6 +187,15 @@ mod tests {
         }
         assert_eq!(s.snapshot().read_cache.len(), MAX_CACHE_FILES);
         assert_eq!(s.cached_file("/f0", Some(1)), None);
+    }
+
+    #[test]
+    fn compare_and_set_refuses_a_changed_value() {
+        let s = AgentState::new();
+        assert!(s.compare_and_set("k", None, serde_json::json!(1)));
+        assert!(!s.compare_and_set("k", None, serde_json::json!(2)), "someone wrote first");
+        assert!(s.compare_and_set("k", Some(&serde_json::json!(1)), serde_json::json!(2)));
+        assert_eq!(s.get("k"), Some(serde_json::json!(2)));
     }
 
     #[test]

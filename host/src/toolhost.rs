@@ -285,7 +285,8 @@ impl Toolhost {
             Origin::Builtin => self.inner.settings.read_roots.clone(),
             Origin::File(_) | Origin::Native => Vec::new(),
         };
-        Grants::intersect(&info.name, &info.capabilities, &policy, &self.inner.working_dirs, &read_roots)
+        let builtin = info.origin == Origin::Builtin;
+        Grants::intersect(&info.name, &info.capabilities, &policy, &self.inner.working_dirs, &read_roots, builtin)
     }
 
     /// The permission context for `tool` in `mode`: the working directories

@@ -199,7 +199,6 @@ async fn a_corrupt_task_list_is_reported_and_left_alone() {
 /// once the host serialises state-injected calls per session or offers an
 /// atomic update (see docs/tools.md, Tasks, "Concurrent calls").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the host to serialise state writes per session (read-modify-write race)"]
 async fn parallel_creates_in_one_session_lose_nothing() {
     let scratch = Scratch::new();
     let host = host(&scratch).await;

@@ -32,16 +32,40 @@ impl std::fmt::Display for StoreError {
     }
 }
 
-/// Reads the list (an absent key is an empty list).
-///
-/// Note: the host answers `get` with "nothing stored" both when the key is
-/// absent and when the tool was not granted the state, so a read-only tool
-/// cannot tell the two apart; only [`save`] reports a missing grant.
-pub fn load() -> Result<Tasks, StoreError> {
-    Tasks::from_state(state::get(STATE_KEY).as_deref()).map_err(StoreError::Corrupt)
+/// How many times an update is redone when other calls keep changing the
+/// list in between; far more than parallel calls in one turn can cause.
+const MAX_ATTEMPTS: usize = 64;
+
+fn read_raw() -> Result<Option<String>, StoreError> {
+    state::get(STATE_KEY).map_err(StoreError::Refused)
 }
 
-/// Writes the list back.
-pub fn save(tasks: &Tasks) -> Result<(), StoreError> {
-    state::set(STATE_KEY, &tasks.to_state()).map_err(StoreError::Refused)
+/// Reads the list (an absent key is an empty list).
+pub fn load() -> Result<Tasks, StoreError> {
+    Tasks::from_state(read_raw()?.as_deref()).map_err(StoreError::Corrupt)
+}
+
+/// Applies `change` to the list atomically: reads it, applies the change,
+/// and writes it back with compare-and-set, redoing the change on the fresh
+/// list when a parallel call wrote first. A change that leaves the list as
+/// it was writes nothing. `change` may run more than once.
+pub fn update<R, E>(mut change: impl FnMut(&mut Tasks) -> Result<R, E>) -> Result<Result<R, E>, StoreError> {
+    for _ in 0..MAX_ATTEMPTS {
+        let raw = read_raw()?;
+        let mut tasks = Tasks::from_state(raw.as_deref()).map_err(StoreError::Corrupt)?;
+        let before = tasks.clone();
+        let result = match change(&mut tasks) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        if tasks == before {
+            return Ok(Ok(result));
+        }
+        match state::compare_and_set(STATE_KEY, raw.as_deref(), &tasks.to_state()) {
+            Ok(true) => return Ok(Ok(result)),
+            Ok(false) => continue,
+            Err(e) => return Err(StoreError::Refused(e)),
+        }
+    }
+    Err(StoreError::Refused(format!("the task list kept changing under this call ({MAX_ATTEMPTS} attempts); try again")))
 }

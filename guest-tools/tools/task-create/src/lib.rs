@@ -50,12 +50,10 @@ impl Tool for TaskCreate {
     }
 
     fn call(input: CreateInput, out: &mut Output) -> Result<(), ToolError> {
-        let result = store::load().and_then(|mut tasks| {
-            let text = tasks.create(input, time::now_iso());
-            store::save(&tasks).map(|()| text)
-        });
+        let result = store::update(|tasks| Ok::<_, std::convert::Infallible>(tasks.create(input.clone(), time::now_iso())));
         match result {
-            Ok(text) => out.text(&text),
+            Ok(Ok(text)) => out.text(&text),
+            Ok(Err(never)) => match never {},
             Err(e) => out.error(&format!("CreateTaskError: {e}")),
         };
         Ok(())

@@ -58,22 +58,11 @@ impl Tool for TaskUpdate {
     }
 
     fn call(input: UpdateInput, out: &mut Output) -> Result<(), ToolError> {
-        let mut tasks = match store::load() {
-            Ok(tasks) => tasks,
-            Err(e) => {
-                out.error(&format!("TaskStateError: {e}"));
-                return Ok(());
-            }
-        };
-        let before = tasks.clone();
-        match tasks.update(input) {
-            // Nothing changed ("No updates were made…"): nothing to write.
-            Ok(text) if tasks == before => out.text(&text),
-            Ok(text) => match store::save(&tasks) {
-                Ok(()) => out.text(&text),
-                Err(e) => out.error(&format!("TaskUpdateError: {e}")),
-            },
-            Err(e) => out.error(&e.to_string()),
+        match store::update(|tasks| tasks.update(input.clone())) {
+            Ok(Ok(text)) => out.text(&text),
+            Ok(Err(e)) => out.error(&e.to_string()),
+            Err(e @ store::StoreError::Corrupt(_)) => out.error(&format!("TaskStateError: {e}")),
+            Err(e) => out.error(&format!("TaskUpdateError: {e}")),
         };
         Ok(())
     }

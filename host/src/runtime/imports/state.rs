@@ -50,8 +50,25 @@ impl Host for CallState {
         Ok(())
     }
 
-    async fn get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.granted_state().and_then(|s| s.get(&key)).map(|v| v.to_string()))
+    async fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<String>, String>> {
+        match self.granted_state() {
+            Some(state) => Ok(Ok(state.get(&key).map(|v| v.to_string()))),
+            None => Ok(Err(self.grants.denied("state"))),
+        }
+    }
+
+    async fn compare_and_set(&mut self, key: String, expected: Option<String>, value: String) -> wasmtime::Result<Result<bool, String>> {
+        let Some(state) = self.granted_state() else {
+            return Ok(Err(self.grants.denied("state")));
+        };
+        let expected = match expected.as_deref().map(serde_json::from_str::<serde_json::Value>).transpose() {
+            Ok(e) => e,
+            Err(e) => return Ok(Err(format!("the expected value for '{key}' is not JSON: {e}"))),
+        };
+        match serde_json::from_str(&value) {
+            Ok(json) => Ok(Ok(state.compare_and_set(&key, expected.as_ref(), json))),
+            Err(e) => Ok(Err(format!("the value for '{key}' is not JSON: {e}"))),
+        }
     }
 
     async fn set(&mut self, key: String, value: String) -> wasmtime::Result<Result<(), String>> {
