@@ -19,18 +19,11 @@ fn main() {
 }
 
 fn build(workspace: &Path, target_dir: &Path) {
-    for entry in ["Cargo.toml", "Cargo.lock"] {
-        println!("cargo:rerun-if-changed={}", workspace.join(entry).display());
-    }
-    if let Ok(members) = std::fs::read_dir(workspace) {
-        for member in members.flatten() {
-            let path = member.path();
-            if path.is_dir() && path.file_name().is_some_and(|n| n != "target") {
-                println!("cargo:rerun-if-changed={}", path.display());
-            }
-        }
-    }
+    // The whole folder: a new member crate changes it too. (Its own target/
+    // is unused: builds go to `target_dir`.)
+    println!("cargo:rerun-if-changed={}", workspace.display());
     println!("cargo:rerun-if-changed={}", workspace.parent().and_then(Path::parent).map(|r| r.join("guest-tools/sdk")).unwrap_or_default().display());
+    println!("cargo:rerun-if-changed={}", workspace.parent().and_then(Path::parent).map(|r| r.join("wit")).unwrap_or_default().display());
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(&cargo);
     cmd.current_dir(workspace)

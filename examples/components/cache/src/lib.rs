@@ -28,7 +28,7 @@ impl Middleware for Cache {
             return outcome;
         }
         let key = format!("cache:{}:{}", tool.name, input);
-        if let Some(text) = state::get(&key).and_then(|v| serde_json::from_str::<String>(&v).ok()) {
+        if let Some(text) = state::get(&key).ok().flatten().and_then(|v| serde_json::from_str::<String>(&v).ok()) {
             out.emit(text_chunk(&text, ResultState::Running, Some(&json!({"cache": "hit"}))));
             return Ok(());
         }

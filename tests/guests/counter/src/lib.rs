@@ -21,7 +21,7 @@ impl Tool for Counter {
             .state_injected(true)
     }
     fn call(input: Input, out: &mut Output) -> Result<(), ToolError> {
-        let n = state::get("counter").and_then(|v| v.parse::<u32>().ok()).unwrap_or(0) + 1;
+        let n = state::get("counter").ok().flatten().and_then(|v| v.parse::<u32>().ok()).unwrap_or(0) + 1;
         state::set("counter", &n.to_string()).map_err(ToolError::Denied)?;
         if n <= input.fail_until {
             return Err(ToolError::Io(format!("transient failure on call {n}")));
