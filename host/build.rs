@@ -63,11 +63,16 @@ fn write_builtins(wasm_dir: &Path) {
         .unwrap_or_default();
     tools.sort();
     let mut out = String::from(
-        "/// The embedded built-in tool components: (crate name, component bytes).\n\
-         pub static BUILTINS: &[(&str, &[u8])] = &[\n",
+        "/// The embedded built-in tool components: (crate name, component bytes, SHA-256).\n\
+         pub static BUILTINS: &[(&str, &[u8], &str)] = &[\n",
     );
     for (name, path) in &tools {
-        out.push_str(&format!("    ({name:?}, include_bytes!({:?})),\n", path.display().to_string()));
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        let digest: String = sha2::Digest::finalize(sha2::Digest::chain_update(<sha2::Sha256 as sha2::Digest>::new(), &bytes))
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        out.push_str(&format!("    ({name:?}, include_bytes!({:?}), {digest:?}),\n", path.display().to_string()));
     }
     out.push_str("];\n");
     let dest = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("builtins.rs");

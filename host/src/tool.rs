@@ -153,8 +153,20 @@ pub struct LoadReport {
 /// Validates, compiles and introspects a component. `label` names it in
 /// errors (a path, or `built-in bash`).
 pub async fn load_component(runtime: &Runtime, bytes: &[u8], origin: Origin, label: &str) -> Result<LoadReport, LoadError> {
+    load_component_with_hash(runtime, bytes, origin, label, None).await
+}
+
+/// [`load_component`] with the SHA-256 of `bytes` already known (the
+/// built-ins' hashes are computed at build time).
+pub async fn load_component_with_hash(
+    runtime: &Runtime,
+    bytes: &[u8],
+    origin: Origin,
+    label: &str,
+    sha256: Option<&str>,
+) -> Result<LoadReport, LoadError> {
     check_header(bytes, label)?;
-    let sha256 = hex::encode(Sha256::digest(bytes));
+    let sha256 = sha256.map(str::to_string).unwrap_or_else(|| hex::encode(Sha256::digest(bytes)));
     let (component, cache) = runtime.compile(bytes).map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
     let wit_version = check_exports(runtime, &component, label, ComponentKind::Tool)?;
     let imports: Vec<String> = component.component_type().imports(runtime.engine()).map(|(name, _)| name.to_string()).collect();

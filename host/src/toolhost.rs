@@ -25,7 +25,7 @@ use crate::runtime::bindings::wit_types::ToolError;
 use crate::runtime::{Runtime, RuntimeOptions};
 use crate::settings::Settings;
 use crate::state::AgentState;
-use crate::tool::{LoadError, LoadedTool, Origin, ToolInfo, load_component, validate_input};
+use crate::tool::{LoadError, LoadedTool, Origin, ToolInfo, load_component, load_component_with_hash, validate_input};
 
 /// One call to make.
 #[derive(Debug, Clone)]
@@ -194,9 +194,10 @@ impl Toolhost {
     }
 
     async fn load_builtins(&self) -> Result<()> {
-        for (name, bytes) in crate::builtin::BUILTINS {
+        for (name, bytes, sha256) in crate::builtin::BUILTINS {
             let label = format!("built-in {name}");
-            self.insert(bytes, Origin::Builtin, &label).await?;
+            let report = load_component_with_hash(&self.inner.runtime, bytes, Origin::Builtin, &label, Some(sha256)).await?;
+            self.insert_loaded(report.tool, &label)?;
         }
         Ok(())
     }
