@@ -36,10 +36,12 @@ fn guests() -> PathBuf {
 }
 
 async fn host(dir: &Path) -> Toolhost {
-    let mut settings = toolhost::settings::Settings::default();
-    settings.builtins = false;
-    settings.cache_dir = Some(std::env::temp_dir().join("toolhost-bench-cache"));
-    settings.plugins.push(dir.join("echo.wasm"));
+    let settings = toolhost::settings::Settings {
+        builtins: false,
+        cache_dir: Some(std::env::temp_dir().join("toolhost-bench-cache")),
+        plugins: vec![dir.join("echo.wasm")],
+        ..Default::default()
+    };
     let host = Toolhost::builder().settings(settings, None).build().await.expect("host");
     host.load_middleware(&dir.join("mw_pass.wasm")).await.expect("mw-pass");
     host

@@ -322,7 +322,8 @@ impl Toolhost {
             ToolKind::Component(pre) => {
                 let grants = Arc::new(self.grants_for(&loaded.info));
                 let state = session.unwrap_or_else(|| self.state().clone());
-                let instance = ToolInstance::new(
+                let config = self.settings().tool_config(&loaded.info.name).to_string();
+                let instance = ToolInstance::with_config(
                     self.runtime(),
                     pre,
                     &loaded.info.name,
@@ -331,6 +332,7 @@ impl Toolhost {
                     Some(state),
                     limits,
                     output,
+                    Some(&config),
                 )
                 .await
                 .with_context(|| format!("starting tool '{}'", loaded.info.name))?;

@@ -59,8 +59,25 @@ impl ToolInstance {
         limits: Limits,
         output: mpsc::Sender<Chunk>,
     ) -> anyhow::Result<Self> {
+        Self::with_config(runtime, pre, name, grants, backend, agent_state, limits, output, None).await
+    }
+
+    /// [`ToolInstance::new`] with the tool's own settings (JSON), which the
+    /// guest reads from `TOOLHOST_TOOL_CONFIG`.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn with_config(
+        runtime: &Runtime,
+        pre: &ToolComponentPre<CallState>,
+        name: &str,
+        grants: Arc<Grants>,
+        backend: Arc<dyn Backend>,
+        agent_state: Option<Arc<AgentState>>,
+        limits: Limits,
+        output: mpsc::Sender<Chunk>,
+        tool_config: Option<&str>,
+    ) -> anyhow::Result<Self> {
         let deadline = Deadline::new(limits.timeout(), std::time::Duration::from_millis(limits.max_process_timeout_ms));
-        let state = CallState::new(CallSetup {
+        let mut state = CallState::new(CallSetup {
             tool: Arc::from(name),
             grants,
             backend,
@@ -69,6 +86,9 @@ impl ToolInstance {
             deadline,
             output,
         });
+        if let Some(config) = tool_config {
+            state = state.with_tool_config(config);
+        }
         let mut store = new_store(runtime, state);
         let bindings = pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating {name}: {e:#}"))?;
         Ok(Self { store, bindings: Arc::new(bindings), name: name.to_string() })

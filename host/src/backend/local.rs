@@ -199,7 +199,10 @@ impl LocalBackend {
     /// Checks that a walk/search start path resolves inside the scope and
     /// returns the path to walk from (the lexical path, or its real path when
     /// the start itself is a symlink).
-    fn walk_start(&self, scope: &FsScope, root: &str) -> Result<PathBuf, BackendError> {
+    /// The directory to walk for `root`, and, when `root` is a symlink, the
+    /// (real, given) prefixes to map results back under the path the caller
+    /// gave.
+    fn walk_start(&self, scope: &FsScope, root: &str) -> Result<(PathBuf, Option<(PathBuf, PathBuf)>), BackendError> {
         let abs = self.absolute(root);
         // cap-std resolution: refuses escapes, reports a missing start.
         self.run(scope, &abs, Access::Read, true, "walk", |d, r| {
@@ -217,7 +220,19 @@ impl LocalBackend {
         let is_link = std::fs::symlink_metadata(&lexical)
             .map(|m| m.is_symlink())
             .unwrap_or(false);
-        Ok(if is_link { real } else { lexical })
+        Ok(if is_link { (real.clone(), Some((real, lexical))) } else { (lexical, None) })
+    }
+}
+
+/// Maps a result path under a symlinked start back under the path given.
+fn under_given(path: &str, alias: Option<&(PathBuf, PathBuf)>) -> String {
+    match alias {
+        Some((real, given)) => match Path::new(path).strip_prefix(real) {
+            Ok(rest) if rest.as_os_str().is_empty() => given.display().to_string(),
+            Ok(rest) => given.join(rest).display().to_string(),
+            Err(_) => path.to_string(),
+        },
+        None => path.to_string(),
     }
 }
 
@@ -341,12 +356,16 @@ impl Backend for LocalBackend {
         scope: &FsScope,
         options: &WalkOptions,
     ) -> Result<Vec<DirEntry>, BackendError> {
-        let start = self.walk_start(scope, &options.root)?;
+        let (start, alias) = self.walk_start(scope, &options.root)?;
         let roots = Self::real_roots(scope);
         let options = options.clone();
-        tokio::task::spawn_blocking(move || search::walk(&start, &options, &roots))
+        let mut entries = tokio::task::spawn_blocking(move || search::walk(&start, &options, &roots))
             .await
-            .map_err(|e| BackendError::Io(format!("walk task failed: {e}")))?
+            .map_err(|e| BackendError::Io(format!("walk task failed: {e}")))??;
+        for e in &mut entries {
+            e.path = under_given(&e.path, alias.as_ref());
+        }
+        Ok(entries)
     }
 
     async fn search(
@@ -356,12 +375,16 @@ impl Backend for LocalBackend {
     ) -> Result<Vec<SearchFile>, BackendError> {
         // Validate the pattern before touching the filesystem.
         let matcher = search::build_matcher(request)?;
-        let start = self.walk_start(scope, &request.files.root)?;
+        let (start, alias) = self.walk_start(scope, &request.files.root)?;
         let roots = Self::real_roots(scope);
         let request = request.clone();
-        tokio::task::spawn_blocking(move || search::search(&start, &request, &roots, matcher))
+        let mut files = tokio::task::spawn_blocking(move || search::search(&start, &request, &roots, matcher))
             .await
-            .map_err(|e| BackendError::Io(format!("search task failed: {e}")))?
+            .map_err(|e| BackendError::Io(format!("search task failed: {e}")))??;
+        for f in &mut files {
+            f.path = under_given(&f.path, alias.as_ref());
+        }
+        Ok(files)
     }
 
     async fn spawn(&self, request: &ExecRequest) -> Result<Box<dyn Process>, BackendError> {

@@ -69,6 +69,9 @@ pub struct WalkOptions {
     pub follow_symlinks: bool,
     /// Stop after this many entries (0 = unlimited).
     pub max_entries: u32,
+    /// Only files whose name matches one of these globs (empty: every name);
+    /// never overrides the ignore rules.
+    pub match_names: Vec<String>,
 }
 
 /// What `search` returns per file (mirrors WIT `search-mode`).

@@ -174,6 +174,14 @@ impl CallState {
         }
     }
 
+    /// Gives the tool its own settings (`[tools.NAME]` of toolhost.toml) as
+    /// the WASI environment variable `TOOLHOST_TOOL_CONFIG` (JSON), the only
+    /// environment a guest sees; `call` has no other way to read them.
+    pub fn with_tool_config(mut self, config_json: &str) -> Self {
+        self.wasi = WasiCtxBuilder::new().stderr(self.stderr.clone()).env("TOOLHOST_TOOL_CONFIG", config_json).build();
+        self
+    }
+
     /// The last lines the guest wrote to stderr (a panic message, usually).
     pub fn stderr_tail(&self) -> String {
         let bytes = self.stderr.contents();

@@ -126,6 +126,10 @@ fn run(input: &Input, out: &mut Output) -> Result<(), String> {
         respect_ignore_files: true,
         follow_symlinks: false,
         max_entries: 0,
+        // A superset of what the pattern can match, so the host skips (and
+        // never stats) files whose name cannot match; `render` still
+        // applies the whole pattern.
+        match_names: pat.name_globs(),
     };
     let entries = match backend::walk(&options) {
         Ok(v) => v,

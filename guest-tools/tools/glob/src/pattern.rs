@@ -35,6 +35,7 @@ enum Seg {
 pub struct GlobPattern {
     alts: Vec<Vec<Seg>>,
     literal_prefix: Vec<String>,
+    source: String,
 }
 
 /// Whether a part has no wildcard at all.
@@ -239,13 +240,35 @@ impl GlobPattern {
             let common = literal_prefix.iter().zip(p).take_while(|(a, b)| a == b).count();
             literal_prefix.truncate(common);
         }
-        Self { alts, literal_prefix }
+        Self { alts, literal_prefix, source: pattern.to_string() }
     }
 
     /// Leading directory names shared by every alternative, with no
     /// wildcard: the walk can start there.
     pub fn literal_prefix(&self) -> &[String] {
         &self.literal_prefix
+    }
+
+    /// Globs for the last path component that every match satisfies (one
+    /// per alternative), for the host's name filter; empty when an
+    /// alternative ends in `**` (any name can match).
+    pub fn name_globs(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        for alt in expand_braces(&self.source) {
+            match split_parts(&alt).last() {
+                Some(&"**") | None => return Vec::new(),
+                // Classes and braces have edge cases (an unclosed `[` is
+                // literal here); only `*` and `?` are passed to the host.
+                Some(last) if last.contains(['[', ']', '{', '}', '\\']) => return Vec::new(),
+                Some(last) => {
+                    let last = last.to_string();
+                    if !names.contains(&last) {
+                        names.push(last);
+                    }
+                }
+            }
+        }
+        names
     }
 
     /// Whether the relative path `rel` (`/`-separated) matches. `is_link`:

@@ -152,3 +152,12 @@ fn rules_and_suggestions() {
     assert!(Glob::match_rule(PermissionBehavior::Deny, "/etc/*", &dots, &c));
     assert!(!Glob::match_rule(PermissionBehavior::Deny, "/srv/**", &cases[0], &c));
 }
+
+#[test]
+fn name_globs_are_a_superset_filter() {
+    assert_eq!(GlobPattern::new("**/*.rs").name_globs(), vec!["*.rs".to_string()]);
+    assert_eq!(GlobPattern::new("src/{a,b}/x?.toml").name_globs(), vec!["x?.toml".to_string()]);
+    assert_eq!(GlobPattern::new("{*.rs,*.md}").name_globs(), vec!["*.rs".to_string(), "*.md".to_string()]);
+    assert!(GlobPattern::new("src/**").name_globs().is_empty(), "a trailing ** lists every name");
+    assert!(GlobPattern::new("a/[bc].rs").name_globs().is_empty(), "classes stay in the guest");
+}

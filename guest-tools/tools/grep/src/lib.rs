@@ -147,6 +147,7 @@ fn run(input: &Input, out: &mut Output) -> Result<(), String> {
             respect_ignore_files: true,
             follow_symlinks: false,
             max_entries: 0,
+            match_names: Vec::new(),
         },
         pattern: input.pattern.clone(),
         case_insensitive: input.i.unwrap_or(false) || input.case_insensitive.unwrap_or(false),

@@ -164,6 +164,7 @@ pub(super) fn walk(
     real_roots: &[PathBuf],
 ) -> Result<Vec<DirEntry>, BackendError> {
     let builder = walker(start, opts, real_roots)?;
+    let names = name_filter(&opts.match_names)?;
     let found = Mutex::new(Vec::new());
     let seen = AtomicUsize::new(0);
     let max = opts.max_entries as usize;
@@ -171,6 +172,7 @@ pub(super) fn walk(
     builder.build_parallel().run(|| {
         let found = &found;
         let seen = &seen;
+        let names = &names;
         Box::new(move |entry| {
             let Ok(entry) = entry else {
                 return WalkState::Continue;
@@ -178,6 +180,14 @@ pub(super) fn walk(
             let Some(ft) = entry.file_type() else {
                 return WalkState::Continue;
             };
+            // Filter by name before anything is stat'ed: on a large tree
+            // the stat of every non-matching file is most of the cost.
+            if let Some(set) = names
+                && !ft.is_dir()
+                && !set.is_match(entry.file_name())
+            {
+                return WalkState::Continue;
+            }
             let kind = if ft.is_file() {
                 if entry.path_is_symlink() {
                     EntryKind::Symlink
@@ -217,6 +227,21 @@ pub(super) fn walk(
     Ok(out)
 }
 
+/// The `match_names` filter, or `None` when every name is wanted.
+fn name_filter(globs: &[String]) -> Result<Option<globset::GlobSet>, BackendError> {
+    if globs.is_empty() {
+        return Ok(None);
+    }
+    let mut set = globset::GlobSetBuilder::new();
+    for g in globs {
+        let glob = globset::GlobBuilder::new(g).literal_separator(true).backslash_escape(true).build().map_err(|e| {
+            BackendError::Invalid(format!("invalid name glob {g:?}: {e}; name globs match file names (`*.rs`, `Cargo.{{toml,lock}}`)"))
+        })?;
+        set.add(glob);
+    }
+    set.build().map(Some).map_err(|e| BackendError::Invalid(format!("invalid name globs {globs:?}: {e}")))
+}
+
 /// Searches the files under `start` in parallel; results sorted by path.
 pub(super) fn search(
     start: &Path,
@@ -225,6 +250,7 @@ pub(super) fn search(
     matcher: RegexMatcher,
 ) -> Result<Vec<SearchFile>, BackendError> {
     let builder = walker(start, &req.files, real_roots)?;
+    let names = name_filter(&req.files.match_names)?;
     let results = Mutex::new(Vec::new());
     let seen = AtomicUsize::new(0);
     let max = req.files.max_entries as usize;
@@ -241,6 +267,7 @@ pub(super) fn search(
     builder.build_parallel().run(|| {
         let results = &results;
         let seen = &seen;
+        let names = &names;
         let matcher = matcher.clone();
         let mut searcher = sb.build();
         Box::new(move |entry| {
@@ -249,6 +276,9 @@ pub(super) fn search(
             };
             // Only regular files (the target's type when following links).
             if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            if names.as_ref().is_some_and(|set| !set.is_match(entry.file_name())) {
                 return WalkState::Continue;
             }
             if max > 0 && seen.fetch_add(1, Ordering::Relaxed) >= max {

@@ -1028,3 +1028,24 @@ async fn output_cap_truncates_and_drop_kills_the_group() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(live_processes_with("16.180"), 0);
 }
+
+#[tokio::test]
+async fn a_symlinked_start_reports_paths_under_the_given_path() {
+    let f = Fixture::new();
+    fs::create_dir_all(f.root.join("real/sub")).unwrap();
+    fs::write(f.root.join("real/sub/a.rs"), "needle\n").unwrap();
+    fs::write(f.root.join("real/b.md"), "needle\n").unwrap();
+    std::os::unix::fs::symlink(f.root.join("real"), f.root.join("link")).unwrap();
+    let link = f.root.join("link").display().to_string();
+    let opts = WalkOptions { root: link.clone(), hidden: true, ..Default::default() };
+    let got: Vec<String> = f.backend.walk(&f.scope, &opts).await.unwrap().into_iter().map(|e| e.path).collect();
+    assert_eq!(got, vec![format!("{link}/b.md"), format!("{link}/sub/a.rs")]);
+
+    let named = WalkOptions { match_names: vec!["*.rs".into()], ..opts.clone() };
+    let got: Vec<String> = f.backend.walk(&f.scope, &named).await.unwrap().into_iter().map(|e| e.path).collect();
+    assert_eq!(got, vec![format!("{link}/sub/a.rs")], "the name filter keeps only matching names");
+
+    let req = SearchRequest { files: opts, pattern: "needle".into(), mode: SearchMode::FilesWithMatches, ..Default::default() };
+    let files: Vec<String> = f.backend.search(&f.scope, &req).await.unwrap().into_iter().map(|f| f.path).collect();
+    assert!(files.iter().all(|p| p.starts_with(&link)), "{files:?}");
+}

@@ -49,6 +49,7 @@ fn walk_options(o: wit::WalkOptions) -> be::WalkOptions {
         respect_ignore_files: o.respect_ignore_files,
         follow_symlinks: o.follow_symlinks,
         max_entries: o.max_entries,
+        match_names: o.match_names,
     }
 }
 
