@@ -576,3 +576,26 @@ async fn a_ten_megabyte_file_can_be_paged() {
     assert_eq!(ok(&r), format!("Successfully replaced 1 occurrence in {p}"));
     assert!(std::fs::read_to_string(&p).unwrap().contains("\nLINE 0123456 z"));
 }
+
+/// A symlink inside the working directory that points at a dangerous file
+/// is judged by its target (as AgentScope 2.0.11 does), so accept-edits does
+/// not auto-allow writing `.git/config` through it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlink_to_a_dangerous_file_is_a_safety_ask() {
+    let scratch = Scratch::new();
+    let work = scratch.work();
+    std::fs::create_dir_all(work.join(".git")).unwrap();
+    std::fs::write(work.join(".git/config"), "[core]\n").unwrap();
+    std::os::unix::fs::symlink(work.join(".git/config"), work.join("cfg")).unwrap();
+    std::fs::write(work.join("plain.txt"), "x").unwrap();
+    let host = Toolhost::builder().settings(scratch.settings(), None).build().await.unwrap();
+    let ctx = host.permission_context("Write", Mode::AcceptEdits);
+    let rules = host.rules();
+    let via_link = json!({"file_path": work.join("cfg").display().to_string(), "content": "pwned"});
+    let d = host.check("Write", &via_link, &ctx, &rules).await.unwrap();
+    assert!(d.bypass_immune && d.message.contains("sensitive file"), "{d:?}");
+    let plain = json!({"file_path": work.join("plain.txt").display().to_string(), "content": "y"});
+    let d = host.check("Write", &plain, &ctx, &rules).await.unwrap();
+    assert_eq!(d.behavior, toolhost::permission::Behavior::Allow, "{d:?}");
+    assert_eq!(std::fs::read_to_string(work.join(".git/config")).unwrap(), "[core]\n");
+}

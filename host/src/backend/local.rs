@@ -351,6 +351,27 @@ impl Backend for LocalBackend {
         })
     }
 
+    async fn real_path(&self, scope: &FsScope, path: &str) -> Result<String, BackendError> {
+        let abs = self.absolute(path);
+        let lexical = normalize_lexically(Path::new(&abs));
+        // The path must be in the scope as given before anything is resolved.
+        scope.locate(&lexical.display().to_string(), Access::Read)?;
+        let real = match std::fs::canonicalize(&lexical) {
+            Ok(real) => real,
+            Err(_) => {
+                let (Some(parent), Some(name)) = (lexical.parent(), lexical.file_name()) else {
+                    return Err(BackendError::NotFound(abs));
+                };
+                std::fs::canonicalize(parent).map_err(|e| map_io(e, "real-path", &abs))?.join(name)
+            }
+        };
+        if Self::real_roots(scope).iter().any(|r| real.starts_with(r)) {
+            Ok(real.display().to_string())
+        } else {
+            Err(escape_denied(scope, &abs, Some(&real), Access::Read))
+        }
+    }
+
     async fn walk(
         &self,
         scope: &FsScope,

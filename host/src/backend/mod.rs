@@ -244,6 +244,9 @@ pub trait Backend: Send + Sync + 'static {
     async fn create_dir(&self, scope: &FsScope, path: &str) -> Result<(), BackendError>;
     /// Removes a file or a whole directory tree.
     async fn remove(&self, scope: &FsScope, path: &str) -> Result<(), BackendError>;
+    /// Resolves every symlink in `path` (a missing last component is kept
+    /// as is); refuses a real path outside the scope.
+    async fn real_path(&self, scope: &FsScope, path: &str) -> Result<String, BackendError>;
     /// Walks a tree (VCS directories skipped), returning files.
     async fn walk(&self, scope: &FsScope, options: &WalkOptions) -> Result<Vec<DirEntry>, BackendError>;
     /// Searches files natively.

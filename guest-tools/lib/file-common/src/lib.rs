@@ -121,7 +121,10 @@ pub struct WriteOp {
 ///
 /// An invalid `dangerous_files`/`dangerous_directories` setting fails
 /// closed: a safety ask naming the configuration error.
-pub fn write_permission(op: WriteOp, file_path: &str, ctx: &Context) -> Decision {
+/// `real_path` is the path with symlinks resolved, when the backend could
+/// resolve it: a symlink to a dangerous file is dangerous, and a path is in
+/// a working directory only if its real path is too.
+pub fn write_permission(op: WriteOp, file_path: &str, real_path: Option<&str>, ctx: &Context) -> Decision {
     if file_path.is_empty() {
         return Decision::passthrough("No file path provided");
     }
@@ -135,15 +138,24 @@ pub fn write_permission(op: WriteOp, file_path: &str, ctx: &Context) -> Decision
             .because("Safety check: invalid dangerous-path settings");
         }
     };
-    if toolhost_policy::is_dangerous_path(file_path, &ctx.cwd, &ctx.home, &lists) {
+    let dangerous = |p: &str| toolhost_policy::is_dangerous_path(p, &ctx.cwd, &ctx.home, &lists);
+    if dangerous(file_path) || real_path.is_some_and(dangerous) {
         return Decision::safety_ask(format!("Permission required: {} operation on sensitive file {file_path}", op.noun))
             .because("Safety check: dangerous file or directory");
     }
-    if ctx.auto_allows_edits() && toolhost_policy::in_working_dirs(file_path, &ctx.cwd, &ctx.home, &ctx.working_dirs) {
+    let in_workdirs = |p: &str| toolhost_policy::in_working_dirs(p, &ctx.cwd, &ctx.home, &ctx.working_dirs);
+    if ctx.auto_allows_edits() && in_workdirs(file_path) && real_path.is_none_or(in_workdirs) {
         return Decision::allow(format!("Permission granted for {} {file_path} (in working directory)", op.verb))
             .because("File is in working directory and not a dangerous path");
     }
     Decision::passthrough("")
+}
+
+/// `path` with its symlinks resolved by the backend, or `None` when it
+/// cannot be resolved (outside the roots, or natively in unit tests, where
+/// there is no host).
+pub fn real_path(path: &str) -> Option<String> {
+    if cfg!(target_arch = "wasm32") { toolhost_sdk::backend::real_path(path).ok() } else { None }
 }
 
 /// A unified diff of `old` → `new` with 3 lines of context and the given

@@ -125,7 +125,7 @@ impl Tool for Edit {
     }
 
     fn check_permissions(input: &Input, ctx: &Context) -> Decision {
-        file_common::write_permission(file_common::WriteOp { noun: "Edit", verb: "editing" }, &input.file_path, ctx)
+        file_common::write_permission(file_common::WriteOp { noun: "Edit", verb: "editing" }, &input.file_path, file_common::real_path(&input.file_path).as_deref(), ctx)
     }
 
     fn match_rule(_behavior: PermissionBehavior, rule_content: &str, input: &Input, _ctx: &Context) -> bool {

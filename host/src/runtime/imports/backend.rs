@@ -113,6 +113,11 @@ impl wit::Host for CallState {
         Ok(self.backend.remove(&self.grants.fs, &path).await.map_err(Into::into))
     }
 
+    async fn real_path(&mut self, path: String) -> wasmtime::Result<Result<String, ToolError>> {
+        let path = self.absolute(&path);
+        Ok(self.backend.real_path(&self.grants.fs, &path).await.map_err(Into::into))
+    }
+
     async fn walk(&mut self, options: wit::WalkOptions) -> wasmtime::Result<Result<Vec<wit::DirEntry>, ToolError>> {
         let mut options = walk_options(options);
         options.root = self.absolute(&options.root);
