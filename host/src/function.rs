@@ -235,6 +235,15 @@ impl CallableTool {
         }
     }
 
+    /// Whether a guest entry trapped or timed out, leaving the instance
+    /// unusable (never for a native function).
+    pub fn failed(&self) -> bool {
+        match self {
+            CallableTool::Component(i) => i.failed(),
+            CallableTool::Function(_) => false,
+        }
+    }
+
     /// Sends the output to `output` and runs under `deadline` (used by the
     /// middleware chain).
     pub(crate) fn redirect(&mut self, output: mpsc::Sender<Chunk>, deadline: Deadline) {
@@ -322,7 +331,7 @@ impl Toolhost {
             ToolKind::Component(pre) => {
                 let grants = Arc::new(self.grants_for(&loaded.info));
                 let state = session.unwrap_or_else(|| self.state().clone());
-                let config = self.settings().tool_config(&loaded.info.name).to_string();
+                let config = self.tool_config(&loaded.info.name).to_string();
                 let instance = ToolInstance::with_config(
                     self.runtime(),
                     pre,

@@ -36,6 +36,10 @@ pub struct ToolInstance {
     store: Store<CallState>,
     bindings: Arc<ToolComponent>,
     name: String,
+    /// A guest entry trapped or timed out: the instance must not be entered
+    /// again (a trapped component instance refuses re-entry; a timed-out one
+    /// was abandoned mid-call).
+    failed: bool,
 }
 
 /// Why a guest entry failed.
@@ -77,7 +81,7 @@ impl ToolInstance {
         tool_config: Option<&str>,
     ) -> anyhow::Result<Self> {
         let deadline = Deadline::new(limits.timeout(), std::time::Duration::from_millis(limits.max_process_timeout_ms));
-        let mut state = CallState::new(CallSetup {
+        let state = CallState::new(CallSetup {
             tool: Arc::from(name),
             grants,
             backend,
@@ -85,13 +89,11 @@ impl ToolInstance {
             limits,
             deadline,
             output,
+            tool_config: tool_config.map(str::to_string),
         });
-        if let Some(config) = tool_config {
-            state = state.with_tool_config(config);
-        }
         let mut store = new_store(runtime, state);
         let bindings = pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating {name}: {e:#}"))?;
-        Ok(Self { store, bindings: Arc::new(bindings), name: name.to_string() })
+        Ok(Self { store, bindings: Arc::new(bindings), name: name.to_string(), failed: false })
     }
 
     /// Instantiates a freshly loaded component with no grants and asks it
@@ -122,6 +124,13 @@ impl ToolInstance {
         data.deadline = deadline;
     }
 
+    /// Whether a guest entry of this instance trapped or timed out; such an
+    /// instance cannot be entered again (callers that keep instances, like
+    /// `toolhost check --batch`, replace it).
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
     /// Whether the output cap cut this call's output.
     pub fn output_truncated(&self) -> bool {
         self.store.data().sink.truncated()
@@ -129,8 +138,11 @@ impl ToolInstance {
 
     /// Turns the outcome of a guarded guest entry into a value or a
     /// [`GuestFailure`] naming the cause.
-    fn settle<T>(&self, result: Option<wasmtime::Result<T>>, deadline: &Deadline) -> Result<T, GuestFailure> {
+    fn settle<T>(&mut self, result: Option<wasmtime::Result<T>>, deadline: &Deadline) -> Result<T, GuestFailure> {
         let limits = self.store.data().call_limits;
+        if !matches!(result, Some(Ok(_))) {
+            self.failed = true;
+        }
         match result {
             Some(Ok(value)) => Ok(value),
             Some(Err(err)) => {

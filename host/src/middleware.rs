@@ -511,6 +511,7 @@ impl Chain {
             limits,
             deadline: self.deadline.clone(),
             output,
+            tool_config: None,
         });
         let waiting = link.waiting.clone();
         state.chain = Some(link.clone());
@@ -639,6 +640,7 @@ pub async fn load_middleware_component(runtime: &Runtime, bytes: &[u8], origin: 
         limits,
         deadline: deadline.clone(),
         output: tx,
+        tool_config: None,
     });
     let mut store = new_store(runtime, state);
     let probe = async {

@@ -124,12 +124,16 @@ impl ToolhostBuilder {
             Some(b) => b,
             None => Arc::new(LocalBackend::new(cwd.clone(), PathBuf::from(&home))),
         };
+        let context_dirs = context_dirs(&working_dirs);
+        let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
         let host = Toolhost {
             inner: Arc::new(Inner {
                 runtime,
                 tools: RwLock::new(BTreeMap::new()),
-                rules: RwLock::new(rules),
+                rules: RwLock::new(Arc::new(rules)),
                 backend,
+                context_dirs,
+                tool_configs,
                 working_dirs,
                 home,
                 state: Arc::new(AgentState::new()),
@@ -155,8 +159,15 @@ impl ToolhostBuilder {
 struct Inner {
     runtime: Runtime,
     tools: RwLock<BTreeMap<String, Arc<LoadedTool>>>,
-    rules: RwLock<RuleSet>,
+    /// Replaced (not mutated) when a rule is remembered, so a call takes a
+    /// cheap snapshot.
+    rules: RwLock<Arc<RuleSet>>,
     backend: Arc<dyn Backend>,
+    /// The working directories as the permission context shows them (given
+    /// and symlink-resolved), computed once: they do not change.
+    context_dirs: Vec<String>,
+    /// Each configured tool's settings as JSON, converted once.
+    tool_configs: BTreeMap<String, serde_json::Value>,
     working_dirs: Vec<PathBuf>,
     home: String,
     state: Arc<AgentState>,
@@ -294,26 +305,18 @@ impl Toolhost {
     /// (given and symlink-resolved), the backend cwd, home and the tool's
     /// settings.
     pub fn permission_context(&self, tool: &str, mode: Mode) -> permission::Context {
-        let mut dirs: Vec<String> = Vec::new();
-        for dir in &self.inner.working_dirs {
-            let given = dir.display().to_string();
-            if !dirs.contains(&given) {
-                dirs.push(given);
-            }
-            if let Ok(real) = dir.canonicalize() {
-                let real = real.display().to_string();
-                if !dirs.contains(&real) {
-                    dirs.push(real);
-                }
-            }
-        }
         permission::Context {
             mode,
-            working_dirs: dirs,
+            working_dirs: self.inner.context_dirs.clone(),
             cwd: self.inner.backend.cwd(),
             home: self.inner.home.clone(),
-            tool_config: self.inner.settings.tool_config(tool),
+            tool_config: self.tool_config(tool),
         }
+    }
+
+    /// A tool's own settings (`[tools.NAME]`) as JSON; `{}` when none.
+    pub fn tool_config(&self, tool: &str) -> serde_json::Value {
+        self.inner.tool_configs.get(tool).cloned().unwrap_or_else(|| serde_json::json!({}))
     }
 
     /// The configured mode.
@@ -322,7 +325,7 @@ impl Toolhost {
     }
 
     /// The rules in force (configured plus remembered).
-    pub fn rules(&self) -> RuleSet {
+    pub fn rules(&self) -> Arc<RuleSet> {
         self.inner.rules.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -332,7 +335,10 @@ impl Toolhost {
         if let Some(path) = &self.inner.settings_path {
             permission::settings::remember_rule(path, &rule)?;
         }
-        self.inner.rules.write().unwrap_or_else(|p| p.into_inner()).add(rule);
+        let mut rules = self.inner.rules.write().unwrap_or_else(|p| p.into_inner());
+        let mut updated = RuleSet::clone(&rules);
+        updated.add(rule);
+        *rules = Arc::new(updated);
         Ok(())
     }
 
@@ -518,4 +524,23 @@ pub fn tool_error_text(e: &ToolError) -> String {
         ToolError::Unsupported(m) => format!("Error: unsupported: {m}"),
         ToolError::Internal(m) => format!("Error: internal error in the tool: {m}"),
     }
+}
+
+/// The working directories as a permission context lists them: each as
+/// given, then its symlink-resolved form when that differs.
+fn context_dirs(working_dirs: &[PathBuf]) -> Vec<String> {
+    let mut dirs: Vec<String> = Vec::new();
+    for dir in working_dirs {
+        let given = dir.display().to_string();
+        if !dirs.contains(&given) {
+            dirs.push(given);
+        }
+        if let Ok(real) = dir.canonicalize() {
+            let real = real.display().to_string();
+            if !dirs.contains(&real) {
+                dirs.push(real);
+            }
+        }
+    }
+    dirs
 }

@@ -1,11 +1,19 @@
 //! `toolhost check`: the permission engine without execution.
 
-use std::io::{BufRead, Write};
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, Result, bail};
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use toolhost::function::CallableTool;
+use toolhost::permission::check::{CheckRequest, answer_request, decision_json, error_json};
+use toolhost::permission::{Context, RuleSet};
 use toolhost::Toolhost;
-use toolhost::permission::check::{answer_line, decision_json};
 
 use super::args::{CheckArgs, Global};
 use super::exit;
@@ -44,24 +52,140 @@ pub async fn check(global: &Global, args: CheckArgs) -> Result<u8> {
 }
 
 /// One JSON line out per line in, in order; a bad line gets an error line.
+///
+/// Lines are answered concurrently by one worker per available core, each
+/// keeping one instance per tool for the whole batch; the answers are written
+/// in input order, each flushed as soon as it is the next one due (unless the
+/// one after it is already done), so an interactive driver that writes one
+/// request and waits gets its answer at once.
 async fn batch(host: &Toolhost) -> Result<u8> {
-    let stdin = std::io::stdin();
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    for line in stdin.lock().lines() {
-        let line = line.context("reading stdin")?;
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
+    let shared = Arc::new(Batch {
+        host: host.clone(),
+        mode: host.mode(),
+        rules: host.rules(),
+        limits: host.settings().limits,
+        contexts: Mutex::new(HashMap::new()),
+    });
+    let (free_tx, mut free_rx) = mpsc::channel::<Worker>(workers);
+    for _ in 0..workers {
+        free_tx.try_send(Worker::default()).expect("the channel has room for every worker");
+    }
+    let (answers_tx, answers_rx) = mpsc::channel::<JoinHandle<Value>>(2 * workers);
+    let writer = tokio::spawn(write_answers(answers_rx));
+
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut read_error = None;
+    loop {
+        let line = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => {
+                read_error = Some(anyhow::Error::from(e).context("reading stdin"));
+                break;
+            }
+        };
         if line.trim().is_empty() {
             continue;
         }
-        let answer = answer_line(&line, async |req| {
-            let (tx, _rx) = mpsc::channel(1);
-            let instance = host.instantiate(&req.tool, None, tx).await?;
-            let ctx = host.permission_context(&req.tool, host.mode());
-            Ok((instance, ctx, host.rules()))
-        })
-        .await;
+        let Some(mut worker) = free_rx.recv().await else { break };
+        let (shared, free_tx) = (shared.clone(), free_tx.clone());
+        let answer = tokio::spawn(async move {
+            let answer = worker.answer(&shared, &line).await;
+            let _ = free_tx.send(worker).await;
+            answer
+        });
+        if answers_tx.send(answer).await.is_err() {
+            break; // the writer stopped: its error is reported below
+        }
+    }
+    drop(answers_tx);
+    // The answers to the lines read so far are written even after a read error.
+    writer.await.context("the answer writer failed")??;
+    match read_error {
+        Some(e) => Err(e),
+        None => Ok(exit::OK),
+    }
+}
+
+/// What every worker of a batch shares: the configuration read once.
+struct Batch {
+    host: Toolhost,
+    mode: toolhost::permission::Mode,
+    rules: Arc<RuleSet>,
+    limits: toolhost::runtime::Limits,
+    /// The base context per tool, built (working directories canonicalized)
+    /// once per batch.
+    contexts: Mutex<HashMap<String, Arc<Context>>>,
+}
+
+impl Batch {
+    fn context(&self, tool: &str) -> Arc<Context> {
+        let mut contexts = self.contexts.lock().unwrap_or_else(|p| p.into_inner());
+        contexts.entry(tool.to_string()).or_insert_with(|| Arc::new(self.host.permission_context(tool, self.mode))).clone()
+    }
+}
+
+/// One lane of a batch: an instance per tool, reused line after line.
+///
+/// Reuse is safe here, unlike for calls: a check runs no tool code with any
+/// capability (checks get no grants in use, no output, no processes), and the
+/// permission methods are pure functions of the input, context and rule
+/// texts passed with each request, so an earlier request cannot change a
+/// later answer. The one-fresh-instance-per-call rule is about `call`, which
+/// this never reaches. An instance that trapped or timed out cannot be
+/// entered again: it is dropped and the next line for that tool gets a fresh
+/// one.
+#[derive(Default)]
+struct Worker {
+    tools: HashMap<String, CallableTool>,
+}
+
+impl Worker {
+    async fn answer(&mut self, batch: &Batch, line: &str) -> Value {
+        let req = match CheckRequest::parse(line) {
+            Ok(req) => req,
+            Err(e) => return error_json(&e.id, &e.message),
+        };
+        let tool = match self.tools.entry(req.tool.clone()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let (tx, _rx) = mpsc::channel(1);
+                match batch.host.instantiate(&req.tool, None, tx).await {
+                    Ok(tool) => e.insert(tool),
+                    Err(err) => return error_json(&req.id, &format!("{err:#}")),
+                }
+            }
+        };
+        // Each request gets the full deadline.
+        tool.rearm(&batch.limits);
+        let ctx = batch.context(&req.tool);
+        let answer = answer_request(&req, tool, &ctx, &batch.rules).await;
+        if tool.failed() {
+            self.tools.remove(&req.tool);
+        }
+        answer
+    }
+}
+
+/// Writes the answers in order, flushing whenever the next one is not ready.
+async fn write_answers(mut answers: mpsc::Receiver<JoinHandle<Value>>) -> Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout());
+    let mut next = answers.recv().await;
+    while let Some(handle) = next {
+        let answer = handle.await.context("a check panicked")?;
         writeln!(out, "{answer}")?;
+        next = match answers.try_recv() {
+            Ok(h) => Some(h),
+            Err(_) => None,
+        };
+        if next.as_ref().is_none_or(|h| !h.is_finished()) {
+            out.flush()?;
+            if next.is_none() {
+                next = answers.recv().await;
+            }
+        }
     }
     out.flush()?;
-    Ok(exit::OK)
+    Ok(())
 }

@@ -239,11 +239,31 @@ where
         Ok(found) => found,
         Err(e) => return error_json(&req.id, &format!("{e:#}")),
     };
-    let rules = match req.rule_set(&base_rules) {
-        Ok(rules) => rules,
-        Err(e) => return error_json(&req.id, &e.to_string()),
+    answer_request(&req, &mut tool, &base_ctx, &base_rules).await
+}
+
+/// Answers one parsed request with `tool` (an instance of the tool it
+/// names), `base_ctx` and `base_rules` being the configured context and
+/// rules that the request's keys override: a malformed `rules` key becomes
+/// an [`error_json`] line, anything else a [`decision_json`] line.
+///
+/// `tool` is only consulted through its permission checks, so a caller may
+/// keep one instance for many requests (`toolhost check --batch` does).
+pub async fn answer_request<T: PolicyTool>(
+    req: &CheckRequest,
+    tool: &mut T,
+    base_ctx: &Context,
+    base_rules: &RuleSet,
+) -> Value {
+    let rules = match &req.rules {
+        Some(_) => match req.rule_set(base_rules) {
+            Ok(rules) => Some(rules),
+            Err(e) => return error_json(&req.id, &e.to_string()),
+        },
+        None => None,
     };
-    let ctx = req.context(&base_ctx);
-    let decision = evaluate(&mut tool, &req.input_text(), &ctx, &rules).await;
+    let rules = rules.as_ref().unwrap_or(base_rules);
+    let ctx = req.context(base_ctx);
+    let decision = evaluate(tool, &req.input_text(), &ctx, rules).await;
     decision_json(&req.id, &decision)
 }

@@ -148,6 +148,9 @@ pub struct CallSetup {
     pub deadline: Deadline,
     /// Where chunks go.
     pub output: mpsc::Sender<Chunk>,
+    /// The tool's own settings as JSON, given to the guest as the
+    /// environment variable `TOOLHOST_TOOL_CONFIG` (its only environment).
+    pub tool_config: Option<String>,
 }
 
 impl CallState {
@@ -155,7 +158,12 @@ impl CallState {
     /// no network, no stdin; stdout discarded, stderr kept for panic messages).
     pub fn new(setup: CallSetup) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
-        let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stderr(stderr.clone());
+        if let Some(config) = &setup.tool_config {
+            wasi.env("TOOLHOST_TOOL_CONFIG", config);
+        }
+        let wasi = wasi.build();
         let memory = usize::try_from(setup.limits.max_memory_bytes).unwrap_or(usize::MAX);
         let limits = StoreLimitsBuilder::new().memory_size(memory).trap_on_grow_failure(true).build();
         Self {
@@ -172,14 +180,6 @@ impl CallState {
             call_limits: setup.limits,
             chain: None,
         }
-    }
-
-    /// Gives the tool its own settings (`[tools.NAME]` of toolhost.toml) as
-    /// the WASI environment variable `TOOLHOST_TOOL_CONFIG` (JSON), the only
-    /// environment a guest sees; `call` has no other way to read them.
-    pub fn with_tool_config(mut self, config_json: &str) -> Self {
-        self.wasi = WasiCtxBuilder::new().stderr(self.stderr.clone()).env("TOOLHOST_TOOL_CONFIG", config_json).build();
-        self
     }
 
     /// The last lines the guest wrote to stderr (a panic message, usually).
