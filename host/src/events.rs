@@ -93,18 +93,34 @@ pub struct ExternalCall {
 /// The stream of one call's events.
 pub struct CallStream {
     pub(crate) rx: mpsc::Receiver<CallEvent>,
+    /// The call itself, until it is started.
+    pub(crate) pending: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
 }
 
 impl CallStream {
-    /// The next event; `None` when the call is over.
+    /// The next event; `None` when the call is over. The first call starts
+    /// the tool call as a task of its own.
     pub async fn next(&mut self) -> Option<CallEvent> {
+        if let Some(run) = self.pending.take() {
+            tokio::spawn(run);
+        }
         self.rx.recv().await
     }
 
     /// Drains the stream, answering any permission request with `answer`,
-    /// and returns the final response (or the external call).
+    /// and returns the final response (or the external call). The call runs
+    /// in the caller's task.
     pub async fn finish(mut self, answer: PermissionAnswer) -> Outcome {
-        while let Some(event) = self.next().await {
+        let run = self.pending.take();
+        let drain = self.drain(answer);
+        match run {
+            Some(run) => tokio::join!(run, drain).1,
+            None => drain.await,
+        }
+    }
+
+    async fn drain(mut self, answer: PermissionAnswer) -> Outcome {
+        while let Some(event) = self.rx.recv().await {
             match event {
                 CallEvent::Chunk(_) => {}
                 CallEvent::PermissionRequest(req) => req.answer(answer.clone()),

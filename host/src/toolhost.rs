@@ -373,18 +373,22 @@ impl Toolhost {
     }
 
     /// Starts a call and returns its event stream.
+    ///
+    /// The call starts when the stream is first polled ([`CallStream::next`]
+    /// runs it as a task; [`CallStream::finish`] runs it in the caller's
+    /// task, which saves a thread hop per event).
     pub fn call(&self, request: CallRequest) -> CallStream {
         let (tx, rx) = mpsc::channel(64);
         let host = self.clone();
-        tokio::spawn(async move {
+        let run = async move {
             let id = request.id.clone();
             let response = host.run_call(request, &tx).await;
             if let Some(mut response) = response {
                 response.id = id;
                 let _ = tx.send(CallEvent::Finished(response)).await;
             }
-        });
-        CallStream { rx }
+        };
+        CallStream { rx, pending: Some(Box::pin(run)) }
     }
 
     /// Runs one call end to end; `None` when it stopped for external execution.
@@ -466,16 +470,17 @@ impl Toolhost {
         // The middleware chain attached to the tool (if any) wraps `call`.
         instance.rearm(&self.inner.settings.limits);
         let chain = crate::middleware::run_chain(self.clone(), loaded.clone(), instance, input_text, request.session.clone(), out_tx);
-        let guest = tokio::spawn(chain);
         let mut response = ToolResponse::new(&request.id);
-        while let Some(chunk) = out_rx.recv().await {
-            response.append(chunk.clone());
-            let _ = events.send(CallEvent::Chunk(chunk)).await;
-        }
-        let outcome = match guest.await {
-            Ok(outcome) => outcome,
-            Err(e) => Err(crate::runtime::failure::GuestFailure::Trap { message: format!("the call task failed: {e}") }.into()),
+        let forward = async {
+            while let Some(chunk) = out_rx.recv().await {
+                response.append(chunk.clone());
+                let _ = events.send(CallEvent::Chunk(chunk)).await;
+            }
         };
+        // Guest and forwarding share this task: a chunk reaches the caller
+        // without a hop through another worker thread. The channel closes
+        // when the chain drops its instances.
+        let (outcome, ()) = tokio::join!(chain, forward);
         let closing = match outcome {
             Ok(Ok(())) => None,
             Ok(Err(tool_error)) => Some(tool_error_text(&tool_error)),

@@ -8,6 +8,9 @@
 //! tree-sitter-bash used by the reference (`command_substitution`,
 //! `subshell`, ...); the first one found in pre-order is reported.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use brush_parser::ast;
 use brush_parser::word::{
     self, Parameter, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource,
@@ -118,8 +121,81 @@ pub(crate) struct Analysis {
     pub parse_error: bool,
 }
 
+/// How many analyses and parsed programs are kept (most recent first). One
+/// decision asks for the same command several times (`check_read_only`,
+/// `check_permissions`, `match_rules` per rule list, `suggestions`), with at
+/// most two (cwd, home) pairs.
+const CACHE_SLOTS: usize = 4;
+
+/// A small most-recently-used cache keyed by exact strings.
+struct Mru<K, V> {
+    slots: Vec<(K, Rc<V>)>,
+}
+
+impl<K: PartialEq, V> Mru<K, V> {
+    const fn new() -> Self {
+        Mru { slots: Vec::new() }
+    }
+
+    fn get(&mut self, key: impl Fn(&K) -> bool) -> Option<Rc<V>> {
+        let i = self.slots.iter().position(|(k, _)| key(k))?;
+        let hit = self.slots.remove(i);
+        let value = hit.1.clone();
+        self.slots.insert(0, hit);
+        Some(value)
+    }
+
+    fn put(&mut self, key: K, value: Rc<V>) {
+        self.slots.truncate(CACHE_SLOTS - 1);
+        self.slots.insert(0, (key, value));
+    }
+}
+
+type ParseOutcome = Option<ast::Program>;
+
+thread_local! {
+    /// Analyses by (command, cwd, home): an analysis is a pure function of
+    /// those three strings.
+    static ANALYSES: RefCell<Mru<(String, String, String), Analysis>> = const { RefCell::new(Mru::new()) };
+    /// Parsed programs by source text (top-level commands and the nested
+    /// scripts of substitutions, `eval` and `sh -c`): `None` when the source
+    /// does not parse. A parse is a pure function of the text.
+    static PROGRAMS: RefCell<Mru<String, ParseOutcome>> = const { RefCell::new(Mru::new()) };
+}
+
+/// Parses `command` and flattens it ([`analyse_uncached`]), remembering
+/// the last few answers: the same command is analysed by every permission
+/// function of one decision.
+pub(crate) fn analyse(command: &str, cwd: &str, home: &str) -> Rc<Analysis> {
+    let key = |k: &(String, String, String)| k.0 == command && k.1 == cwd && k.2 == home;
+    if let Some(hit) = ANALYSES.with_borrow_mut(|c| c.get(key)) {
+        return hit;
+    }
+    let a = Rc::new(analyse_uncached(command, cwd, home));
+    ANALYSES.with_borrow_mut(|c| c.put((command.to_string(), cwd.to_string(), home.to_string()), a.clone()));
+    a
+}
+
+/// `src` parsed with brush-parser (through the cache); `None` when it does
+/// not parse (or the parser panicked).
+fn parse_program(src: &str) -> Rc<ParseOutcome> {
+    if let Some(hit) = PROGRAMS.with_borrow_mut(|c| c.get(|k| k == src)) {
+        return hit;
+    }
+    let parsed = std::panic::catch_unwind(|| {
+        let mut p = Parser::new(std::io::Cursor::new(src.as_bytes()), &options());
+        p.parse_program()
+    });
+    let outcome = Rc::new(match parsed {
+        Ok(Ok(prog)) => Some(prog),
+        _ => None,
+    });
+    PROGRAMS.with_borrow_mut(|c| c.put(src.to_string(), outcome.clone()));
+    outcome
+}
+
 /// Parses `command` and flattens it. Never panics; failures set `parse_error`.
-pub(crate) fn analyse(command: &str, cwd: &str, home: &str) -> Analysis {
+pub(crate) fn analyse_uncached(command: &str, cwd: &str, home: &str) -> Analysis {
     let mut w = Walker {
         out: Analysis::default(),
         depth: 0,
@@ -159,17 +235,13 @@ impl Walker {
             self.out.parse_error = true;
             return;
         }
-        let parsed = std::panic::catch_unwind(|| {
-            let mut p = Parser::new(std::io::Cursor::new(src.as_bytes()), &options());
-            p.parse_program()
-        });
-        match parsed {
-            Ok(Ok(prog)) => {
+        match &*parse_program(src) {
+            Some(prog) => {
                 for cc in &prog.complete_commands {
                     self.list(cc);
                 }
             }
-            _ => self.out.parse_error = true,
+            None => self.out.parse_error = true,
         }
     }
 

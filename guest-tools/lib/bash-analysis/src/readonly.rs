@@ -229,7 +229,7 @@ pub(crate) fn part_is_read_only(part: &Part) -> bool {
     }
     let listed = |list: &[&str]| {
         list.iter()
-            .any(|c| text == *c || text.starts_with(&format!("{c} ")))
+            .any(|c| text.strip_prefix(c).is_some_and(|rest| rest.is_empty() || rest.starts_with(' ')))
     };
     if listed(READ_ONLY_COMMANDS) || listed(GIT_READ_ONLY_COMMANDS) {
         return true;
