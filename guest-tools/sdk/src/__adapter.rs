@@ -7,13 +7,30 @@ fn parse<T: Tool>(input: &str) -> Result<T::Input, ToolError> {
     serde_json::from_str(input).map_err(|e| ToolError::InvalidInput(format!("input does not fit the tool's schema: {e}")))
 }
 
+thread_local! {
+    /// The last tool configuration text and its parsed form: every check of
+    /// one instance usually carries the same settings.
+    static TOOL_CONFIG: std::cell::RefCell<Option<(String, serde_json::Value)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The tool configuration JSON parsed (an empty object when it is not JSON),
+/// remembered for the last text (a pure function of it).
+fn tool_config(text: String) -> serde_json::Value {
+    if let Some(v) = TOOL_CONFIG.with_borrow(|c| c.as_ref().filter(|(k, _)| *k == text).map(|(_, v)| v.clone())) {
+        return v;
+    }
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or(serde_json::Value::Object(Default::default()));
+    TOOL_CONFIG.set(Some((text, v.clone())));
+    v
+}
+
 fn context(ctx: PermissionContext) -> Context {
     Context {
         mode: ctx.mode,
         working_dirs: ctx.working_directories,
         cwd: ctx.cwd,
         home: ctx.home,
-        tool_config: serde_json::from_str(&ctx.tool_config).unwrap_or(serde_json::Value::Object(Default::default())),
+        tool_config: tool_config(ctx.tool_config),
     }
 }
 

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, Result, bail};
+use futures::FutureExt as _;
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
@@ -54,10 +55,11 @@ pub async fn check(global: &Global, args: CheckArgs) -> Result<u8> {
 /// One JSON line out per line in, in order; a bad line gets an error line.
 ///
 /// Lines are answered concurrently by one worker per available core, each
-/// keeping one instance per tool for the whole batch; the answers are written
-/// in input order, each flushed as soon as it is the next one due (unless the
-/// one after it is already done), so an interactive driver that writes one
-/// request and waits gets its answer at once.
+/// keeping one instance per tool for the whole batch. A worker takes the
+/// lines already read, up to [`CHUNK`] at a time (one line when a driver
+/// writes one request and waits). The answers are written in input order and
+/// flushed whenever the next ones are not ready yet, so an interactive driver
+/// gets each answer at once.
 async fn batch(host: &Toolhost) -> Result<u8> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
     let shared = Arc::new(Batch {
@@ -71,31 +73,47 @@ async fn batch(host: &Toolhost) -> Result<u8> {
     for _ in 0..workers {
         free_tx.try_send(Worker::default()).expect("the channel has room for every worker");
     }
-    let (answers_tx, answers_rx) = mpsc::channel::<JoinHandle<Value>>(2 * workers);
+    let (answers_tx, answers_rx) = mpsc::channel::<JoinHandle<Vec<Value>>>(2 * workers);
     let writer = tokio::spawn(write_answers(answers_rx));
 
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     let mut read_error = None;
-    loop {
-        let line = match lines.next_line().await {
-            Ok(Some(line)) => line,
+    let mut eof = false;
+    while !eof && read_error.is_none() {
+        // Wait for one line, then take the ones already buffered.
+        let mut chunk = Vec::new();
+        match lines.next_line().await {
+            Ok(Some(line)) => chunk.push(line),
             Ok(None) => break,
-            Err(e) => {
-                read_error = Some(anyhow::Error::from(e).context("reading stdin"));
-                break;
+            Err(e) => read_error = Some(e),
+        }
+        while read_error.is_none() && chunk.len() < CHUNK {
+            // `next_line` is cancel safe: a line not complete yet stays buffered.
+            match lines.next_line().now_or_never() {
+                Some(Ok(Some(line))) => chunk.push(line),
+                Some(Ok(None)) => {
+                    eof = true;
+                    break;
+                }
+                Some(Err(e)) => read_error = Some(e),
+                None => break,
             }
-        };
-        if line.trim().is_empty() {
+        }
+        chunk.retain(|line| !line.trim().is_empty());
+        if chunk.is_empty() {
             continue;
         }
         let Some(mut worker) = free_rx.recv().await else { break };
         let (shared, free_tx) = (shared.clone(), free_tx.clone());
-        let answer = tokio::spawn(async move {
-            let answer = worker.answer(&shared, &line).await;
+        let answers = tokio::spawn(async move {
+            let mut answers = Vec::with_capacity(chunk.len());
+            for line in &chunk {
+                answers.push(worker.answer(&shared, line).await);
+            }
             let _ = free_tx.send(worker).await;
-            answer
+            answers
         });
-        if answers_tx.send(answer).await.is_err() {
+        if answers_tx.send(answers).await.is_err() {
             break; // the writer stopped: its error is reported below
         }
     }
@@ -103,10 +121,13 @@ async fn batch(host: &Toolhost) -> Result<u8> {
     // The answers to the lines read so far are written even after a read error.
     writer.await.context("the answer writer failed")??;
     match read_error {
-        Some(e) => Err(e),
+        Some(e) => Err(anyhow::Error::from(e).context("reading stdin")),
         None => Ok(exit::OK),
     }
 }
+
+/// The most lines one worker takes at a time.
+const CHUNK: usize = 32;
 
 /// What every worker of a batch shares: the configuration read once.
 struct Batch {
@@ -169,12 +190,13 @@ impl Worker {
 }
 
 /// Writes the answers in order, flushing whenever the next one is not ready.
-async fn write_answers(mut answers: mpsc::Receiver<JoinHandle<Value>>) -> Result<()> {
+async fn write_answers(mut answers: mpsc::Receiver<JoinHandle<Vec<Value>>>) -> Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout());
     let mut next = answers.recv().await;
     while let Some(handle) = next {
-        let answer = handle.await.context("a check panicked")?;
-        writeln!(out, "{answer}")?;
+        for answer in handle.await.context("a check panicked")? {
+            writeln!(out, "{answer}")?;
+        }
         next = match answers.try_recv() {
             Ok(h) => Some(h),
             Err(_) => None,

@@ -49,8 +49,15 @@ fn pattern_hits(pattern: &str, text: &str) -> bool {
     }
 }
 
-fn squash(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// Appends `s` with its whitespace runs squashed to one space and trimmed
+/// (`"a  b "` → `"a b"`).
+fn push_squashed(out: &mut String, s: &str) {
+    for (i, w) in s.split_whitespace().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
 }
 
 /// True when the part is an `rm` (wrappers and paths seen through) with
@@ -85,13 +92,20 @@ fn is_rm_rf(part: &Part) -> bool {
 /// The first dangerous pattern found in the whole command (reference) or in
 /// any part's text, raw or normalised (`/bin/rm -rf`, `command rm -rf`).
 pub(crate) fn dangerous_pattern(command: &str, parts: &[Part]) -> Option<&'static str> {
-    let mut texts = vec![squash(command)];
+    // The squashed texts joined by newlines, searched once per pattern: a
+    // squashed text has no newline and no pattern contains one, so a pattern
+    // hits the joined text exactly when it hits one of the texts (a newline
+    // is a word boundary, like the start or end of a text).
+    let mut texts = String::with_capacity(command.len() * 3 + 8);
+    push_squashed(&mut texts, command);
     for p in parts {
-        texts.push(squash(&p.text()));
-        texts.push(squash(&normalized_text(&p.words)));
+        texts.push('\n');
+        push_squashed(&mut texts, &p.text());
+        texts.push('\n');
+        push_squashed(&mut texts, &normalized_text(&p.words));
     }
     for pat in DANGEROUS_COMMANDS {
-        if texts.iter().any(|t| pattern_hits(pat, t)) {
+        if pattern_hits(pat, &texts) {
             return Some(pat);
         }
         if *pat == "rm -rf" && parts.iter().any(is_rm_rf) {

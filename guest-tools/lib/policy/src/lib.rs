@@ -183,19 +183,26 @@ pub fn is_dangerous_path(path: &str, cwd: &str, home: &str, lists: &DangerLists)
     let abs = normalize(path, cwd, home).to_lowercase();
     let base = abs.rsplit('/').next().unwrap_or("");
     for entry in &lists.files {
-        let e = entry.trim_matches('/').to_lowercase();
+        let e = lowercase(entry.trim_matches('/'));
+        let e = e.as_ref();
         if e.is_empty() {
             continue;
         }
         if base == e {
             return true;
         }
-        if e.contains('/') && abs.ends_with(&format!("/{e}")) {
+        // `abs` ends with `/` + `e`.
+        if e.contains('/')
+            && abs.len() > e.len()
+            && abs.ends_with(e)
+            && abs.as_bytes()[abs.len() - e.len() - 1] == b'/'
+        {
             return true;
         }
     }
     for dir in &lists.directories {
-        let d = dir.trim_matches('/').to_lowercase();
+        let d = lowercase(dir.trim_matches('/'));
+        let d = d.as_ref();
         if d.is_empty() {
             continue;
         }
@@ -229,6 +236,16 @@ pub fn in_working_dirs(path: &str, cwd: &str, home: &str, working_dirs: &[String
                 && file.starts_with(dir.as_str())
                 && file.as_bytes().get(dir.len()) == Some(&b'/'))
     })
+}
+
+/// `s.to_lowercase()`, without allocating when that changes nothing (ASCII
+/// text without capitals, the usual list entry).
+fn lowercase(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+        std::borrow::Cow::Borrowed(s)
+    } else {
+        std::borrow::Cow::Owned(s.to_lowercase())
+    }
 }
 
 #[cfg(test)]

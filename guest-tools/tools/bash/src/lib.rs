@@ -88,7 +88,7 @@ pub fn analysis_context(ctx: &Context) -> bash_analysis::Context {
 /// tool's settings are malformed (fail closed: a dangerous-file list that
 /// cannot be read must not silently become the default one).
 pub fn decide(command: &str, ctx: &Context) -> Decision {
-    let lists = match DangerLists::from_tool_config(&ctx.tool_config) {
+    let lists = match danger_lists(&ctx.tool_config) {
         Ok(l) => l,
         Err(e) => {
             return Decision::deny(format!(
@@ -109,6 +109,24 @@ pub fn decide(command: &str, ctx: &Context) -> Decision {
         Some(r) => d.because(r),
         None => d,
     }
+}
+
+thread_local! {
+    /// The lists built from the last tool configuration seen: one instance
+    /// answers many checks with the same settings.
+    static LISTS: std::cell::RefCell<Option<(serde_json::Value, std::rc::Rc<DangerLists>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// [`DangerLists::from_tool_config`], remembered for the last configuration
+/// (a pure function of it; errors are not remembered).
+fn danger_lists(config: &serde_json::Value) -> Result<std::rc::Rc<DangerLists>, String> {
+    if let Some(lists) = LISTS.with_borrow(|c| c.as_ref().filter(|(k, _)| k == config).map(|(_, l)| l.clone())) {
+        return Ok(lists);
+    }
+    let lists = std::rc::Rc::new(DangerLists::from_tool_config(config)?);
+    LISTS.set(Some((config.clone(), lists.clone())));
+    Ok(lists)
 }
 
 /// The argv that runs `command` on a backend of this OS family.
