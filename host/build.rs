@@ -12,7 +12,10 @@ fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let root = manifest_dir.parent().expect("host/ has a parent").to_path_buf();
     let guests = root.join("guest-tools");
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target")).join("guest-tools");
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("guest-tools");
 
     for path in ["Cargo.toml", "Cargo.lock", "sdk", "lib", "tools"] {
         println!("cargo:rerun-if-changed={}", guests.join(path).display());
@@ -34,7 +37,9 @@ fn build_guests(guests: &Path, target_dir: &Path) {
         .args(["build", "--release", "--target", "wasm32-wasip2", "--workspace", "--target-dir"])
         .arg(target_dir);
     // The host's flags and target are not the guests'.
-    for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WORKSPACE_WRAPPER"] {
+    for var in
+        ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WORKSPACE_WRAPPER"]
+    {
         cmd.env_remove(var);
     }
     let output = cmd.output().unwrap_or_else(|e| panic!("could not run `{cargo} build` for guest-tools/: {e}"));
@@ -68,10 +73,11 @@ fn write_builtins(wasm_dir: &Path) {
     );
     for (name, path) in &tools {
         let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-        let digest: String = sha2::Digest::finalize(sha2::Digest::chain_update(<sha2::Sha256 as sha2::Digest>::new(), &bytes))
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let digest: String =
+            sha2::Digest::finalize(sha2::Digest::chain_update(<sha2::Sha256 as sha2::Digest>::new(), &bytes))
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
         out.push_str(&format!("    ({name:?}, include_bytes!({:?}), {digest:?}),\n", path.display().to_string()));
     }
     out.push_str("];\n");

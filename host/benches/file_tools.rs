@@ -21,8 +21,21 @@ use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 
 /// The reference's rg flags (spec §6.6) before the mode flags.
 const RG_BASE: &[&str] = &[
-    "--hidden", "--glob", "!.git", "--glob", "!.svn", "--glob", "!.hg", "--glob", "!.bzr", "--glob", "!.jj", "--glob", "!.sl",
-    "--max-columns", "500",
+    "--hidden",
+    "--glob",
+    "!.git",
+    "--glob",
+    "!.svn",
+    "--glob",
+    "!.hg",
+    "--glob",
+    "!.bzr",
+    "--glob",
+    "!.jj",
+    "--glob",
+    "!.sl",
+    "--max-columns",
+    "500",
 ];
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -88,7 +101,8 @@ async fn main() {
     for i in 0..runs.max(5) {
         let offset = 1 + (i * 37_000) % (total_lines - 2000);
         let t = Instant::now();
-        let r = call(&host, &state, "Read", serde_json::json!({"file_path": big_s, "offset": offset, "limit": 2000})).await;
+        let r =
+            call(&host, &state, "Read", serde_json::json!({"file_path": big_s, "offset": offset, "limit": 2000})).await;
         warm.push(t.elapsed());
         assert!(r.text().starts_with(&format!("{offset:>6}\t")), "offset {offset}");
     }
@@ -101,8 +115,16 @@ async fn main() {
     }
     let c = corpus.display().to_string();
     let grep_cases: &[(&str, serde_json::Value, &[&str])] = &[
-        ("Grep content, literal", serde_json::json!({"pattern": "unsafe", "output_mode": "content"}), &["-n", "unsafe"]),
-        ("Grep content, regex", serde_json::json!({"pattern": r"fn [a-z_]+_with\(", "output_mode": "content"}), &["-n", r"fn [a-z_]+_with\("]),
+        (
+            "Grep content, literal",
+            serde_json::json!({"pattern": "unsafe", "output_mode": "content"}),
+            &["-n", "unsafe"],
+        ),
+        (
+            "Grep content, regex",
+            serde_json::json!({"pattern": r"fn [a-z_]+_with\(", "output_mode": "content"}),
+            &["-n", r"fn [a-z_]+_with\("],
+        ),
         ("Grep files, literal", serde_json::json!({"pattern": "unsafe"}), &["-l", "unsafe"]),
         ("Grep files, regex", serde_json::json!({"pattern": r"fn [a-z_]+_with\("}), &["-l", r"fn [a-z_]+_with\("]),
     ];
@@ -113,7 +135,8 @@ async fn main() {
         // With head_limit 0 a large answer can hit the host's output cap.
         let capped = r.text().contains("(output truncated");
         let ours_lines = r.text().lines().filter(|l| !l.is_empty() && !l.starts_with("... (output truncated")).count();
-        let mut argv: Vec<String> = std::iter::once("rg".to_string()).chain(RG_BASE.iter().map(|s| s.to_string())).collect();
+        let mut argv: Vec<String> =
+            std::iter::once("rg".to_string()).chain(RG_BASE.iter().map(|s| s.to_string())).collect();
         argv.extend(rg_args.iter().map(|s| s.to_string()));
         argv.push(c.clone());
         let mut ours = Vec::new();
@@ -159,10 +182,14 @@ async fn main() {
     let o = median(ours);
     let mut peers: Vec<(&str, Vec<String>)> = vec![(
         "find",
-        ["find", &c, "-type", "f", "-name", "*.rs", "-not", "-path", "*/.git/*"].iter().map(|s| s.to_string()).collect(),
+        ["find", &c, "-type", "f", "-name", "*.rs", "-not", "-path", "*/.git/*"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
     )];
     if rg {
-        let mut argv: Vec<String> = std::iter::once("rg".to_string()).chain(RG_BASE.iter().map(|s| s.to_string())).collect();
+        let mut argv: Vec<String> =
+            std::iter::once("rg".to_string()).chain(RG_BASE.iter().map(|s| s.to_string())).collect();
         argv.extend(["--files", "--glob", "*.rs", &c].iter().map(|s| s.to_string()));
         peers.insert(0, ("rg --files", argv));
     }
@@ -173,7 +200,10 @@ async fn main() {
     std::fs::write(tiny.join("a.rs"), "").unwrap();
     for (what, input) in [
         ("Glob, walk of everything, no match", serde_json::json!({"pattern": "**/*.no-such-extension"})),
-        ("Glob, fixed cost (1-file tree)", serde_json::json!({"pattern": "**/*.rs", "path": tiny.display().to_string()})),
+        (
+            "Glob, fixed cost (1-file tree)",
+            serde_json::json!({"pattern": "**/*.rs", "path": tiny.display().to_string()}),
+        ),
     ] {
         let mut t = Vec::new();
         for _ in 0..runs {

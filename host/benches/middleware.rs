@@ -25,7 +25,18 @@ fn guests() -> PathBuf {
     let out = target.join("test-components").join("guests");
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(root.join("tests/guests"))
-        .args(["build", "--quiet", "--release", "--target", "wasm32-wasip2", "-p", "echo", "-p", "mw-pass", "--target-dir"])
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "-p",
+            "echo",
+            "-p",
+            "mw-pass",
+            "--target-dir",
+        ])
         .arg(&out)
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
@@ -48,7 +59,8 @@ async fn host(dir: &Path) -> Toolhost {
 }
 
 async fn one_call(host: &Toolhost, tool: &str) {
-    let r = host.call(CallRequest::new(tool, r#"{"text":"hello"}"#)).finish(PermissionAnswer::Deny).await.into_response();
+    let r =
+        host.call(CallRequest::new(tool, r#"{"text":"hello"}"#)).finish(PermissionAnswer::Deny).await.into_response();
     assert_eq!(r.text(), "hello");
 }
 
@@ -81,7 +93,10 @@ fn bench(c: &mut Criterion) {
     });
     without.sort();
     with.sort();
-    println!("\nper-call latency, {SAMPLES} alternating calls each (pooling allocator: {}):", plain.runtime().pooling());
+    println!(
+        "\nper-call latency, {SAMPLES} alternating calls each (pooling allocator: {}):",
+        plain.runtime().pooling()
+    );
     for (label, p) in [("p50", 0.50), ("p99", 0.99)] {
         let (a, b) = (percentile(&without, p), percentile(&with, p));
         println!(

@@ -52,13 +52,7 @@ const CASES: &[Case] = &[
         globs: &[],
         rg_args: &["-l", r"impl\s+[A-Z]\w*\s+for\s+Vec"],
     },
-    Case {
-        name: "walk, glob *.rs",
-        mode: None,
-        pattern: "",
-        globs: &["*.rs"],
-        rg_args: &["--files", "-g", "*.rs"],
-    },
+    Case { name: "walk, glob *.rs", mode: None, pattern: "", globs: &["*.rs"], rg_args: &["--files", "-g", "*.rs"] },
 ];
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -68,34 +62,19 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn main() {
     // `cargo bench` passes `--bench`; ignore flags.
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with("--"))
-        .collect();
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-    let corpus = args
-        .first()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(&home).join(".cargo/registry/src"));
+    let corpus = args.first().map(PathBuf::from).unwrap_or_else(|| PathBuf::from(&home).join(".cargo/registry/src"));
     let runs: usize = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(5).max(1);
     let corpus = match std::fs::canonicalize(&corpus) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!(
-                "corpus {}: {e}; pass an existing directory as the first argument",
-                corpus.display()
-            );
+            eprintln!("corpus {}: {e}; pass an existing directory as the first argument", corpus.display());
             std::process::exit(2);
         }
     };
-    let have_rg = Command::new("rg")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let have_rg = Command::new("rg").arg("--version").output().is_ok_and(|o| o.status.success());
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cannot start tokio: {e}");
@@ -103,23 +82,13 @@ fn main() {
         }
     };
     let backend = LocalBackend::new(corpus.clone(), PathBuf::from(&home));
-    let scope = FsScope::new(
-        "bench",
-        vec![Root {
-            path: corpus.clone(),
-            write: false,
-        }],
-        "",
-    );
+    let scope = FsScope::new("bench", vec![Root { path: corpus.clone(), write: false }], "");
     let root = corpus.display().to_string();
     println!(
         "corpus {root}, {runs} runs each, median wall time; rg: {}",
         if have_rg { "yes" } else { "not installed" }
     );
-    println!(
-        "{:<30} {:>10} {:>10} {:>8} {:>10}",
-        "query", "ours", "rg", "ours/rg", "results"
-    );
+    println!("{:<30} {:>10} {:>10} {:>8} {:>10}", "query", "ours", "rg", "ours/rg", "results");
 
     for case in CASES {
         let files = WalkOptions {
@@ -154,11 +123,7 @@ fn main() {
         let run_rg = || -> usize {
             let out = Command::new("rg").args(case.rg_args).arg(&root).output();
             match out {
-                Ok(o) => o
-                    .stdout
-                    .split(|b| *b == b'\n')
-                    .filter(|l| !l.is_empty())
-                    .count(),
+                Ok(o) => o.stdout.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count(),
                 Err(e) => {
                     eprintln!("rg: {e}");
                     0
@@ -198,14 +163,7 @@ fn main() {
                 counts
             );
         } else {
-            println!(
-                "{:<30} {:>8.1}ms {:>10} {:>8} {:>10}",
-                case.name,
-                ours.as_secs_f64() * 1e3,
-                "-",
-                "-",
-                counts
-            );
+            println!("{:<30} {:>8.1}ms {:>10} {:>8} {:>10}", case.name, ours.as_secs_f64() * 1e3, "-", "-", counts);
         }
     }
 }

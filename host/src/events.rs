@@ -130,7 +130,10 @@ impl CallStream {
         }
         Outcome::Response(ToolResponse::from_chunk(
             "",
-            Chunk::text("the call ended without a response (the host is shutting down?)", crate::response::ResultState::Error),
+            Chunk::text(
+                "the call ended without a response (the host is shutting down?)",
+                crate::response::ResultState::Error,
+            ),
         ))
     }
 }

@@ -77,7 +77,8 @@ impl From<Vec<Chunk>> for FunctionOutput {
     }
 }
 
-type BoxedFn = dyn Fn(serde_json::Value) -> Pin<Box<dyn Future<Output = Result<FunctionOutput, String>> + Send>> + Send + Sync;
+type BoxedFn =
+    dyn Fn(serde_json::Value) -> Pin<Box<dyn Future<Output = Result<FunctionOutput, String>> + Send>> + Send + Sync;
 
 /// A tool implemented by an async Rust closure in the embedding program.
 /// Register it with [`Toolhost::register_function`].
@@ -92,7 +93,10 @@ pub struct FunctionTool {
 
 impl std::fmt::Debug for FunctionTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FunctionTool").field("name", &self.name).field("read_only", &self.read_only).finish_non_exhaustive()
+        f.debug_struct("FunctionTool")
+            .field("name", &self.name)
+            .field("read_only", &self.read_only)
+            .finish_non_exhaustive()
     }
 }
 
@@ -105,7 +109,12 @@ impl FunctionTool {
     ///
     /// Defaults follow AgentScope's `FunctionTool`: not read-only,
     /// concurrency-safe.
-    pub fn new<F, Fut, O>(name: impl Into<String>, description: impl Into<String>, schema: serde_json::Value, func: F) -> Self
+    pub fn new<F, Fut, O>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        schema: serde_json::Value,
+        func: F,
+    ) -> Self
     where
         F: Fn(serde_json::Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, String>> + Send + 'static,
@@ -153,7 +162,12 @@ impl FunctionTool {
             state_injected: false,
             mcp_origin: None,
             result_metadata_schema: None,
-            capabilities: wit::Capabilities { fs_read: Vec::new(), fs_write: Vec::new(), process_exec: false, network: false },
+            capabilities: wit::Capabilities {
+                fs_read: Vec::new(),
+                fs_write: Vec::new(),
+                process_exec: false,
+                network: false,
+            },
         }
     }
 }
@@ -292,7 +306,13 @@ impl PolicyTool for CallableTool {
         }
     }
 
-    async fn match_rule(&mut self, behavior: Behavior, contents: &[String], input: &str, ctx: &permission::Context) -> anyhow::Result<Option<usize>> {
+    async fn match_rule(
+        &mut self,
+        behavior: Behavior,
+        contents: &[String],
+        input: &str,
+        ctx: &permission::Context,
+    ) -> anyhow::Result<Option<usize>> {
         match self {
             CallableTool::Component(i) => i.match_rule(behavior, contents, input, ctx).await,
             // Tool-level rules only: no content rule matches a function tool.
@@ -303,7 +323,9 @@ impl PolicyTool for CallableTool {
     async fn suggestions(&mut self, input: &str, ctx: &permission::Context) -> anyhow::Result<Vec<Rule>> {
         match self {
             CallableTool::Component(i) => i.suggestions(input, ctx).await,
-            CallableTool::Function(f) => Ok(vec![Rule { tool: f.tool.name.clone(), content: None, behavior: Behavior::Allow }]),
+            CallableTool::Function(f) => {
+                Ok(vec![Rule { tool: f.tool.name.clone(), content: None, behavior: Behavior::Allow }])
+            }
         }
     }
 }
@@ -314,7 +336,8 @@ impl Toolhost {
     /// schema is not a valid `type: object` JSON Schema.
     pub fn register_function(&self, tool: FunctionTool) -> Result<ToolInfo, LoadError> {
         let label = format!("function tool {}", tool.name);
-        let (info, validator) = validate_metadata(tool.metadata(), Origin::Native, String::new(), String::new(), &label)?;
+        let (info, validator) =
+            validate_metadata(tool.metadata(), Origin::Native, String::new(), String::new(), &label)?;
         let loaded = LoadedTool { info, kind: ToolKind::Function(Arc::new(tool)), validator: Arc::new(validator) };
         self.insert_loaded(loaded, &label)
     }

@@ -98,12 +98,17 @@ impl ToolInstance {
 
     /// Instantiates a freshly loaded component with no grants and asks it
     /// for its metadata (bounded by a 10 s deadline).
-    pub async fn probe(runtime: &Runtime, pre: &ToolComponentPre<CallState>, label: &str) -> anyhow::Result<wit::ToolMetadata> {
+    pub async fn probe(
+        runtime: &Runtime,
+        pre: &ToolComponentPre<CallState>,
+        label: &str,
+    ) -> anyhow::Result<wit::ToolMetadata> {
         let limits = Limits { timeout_ms: 10_000, ..Limits::default() };
         let (tx, _rx) = mpsc::channel(1);
         let backend: Arc<dyn Backend> =
             Arc::new(crate::backend::local::LocalBackend::new(std::env::temp_dir(), std::env::temp_dir()));
-        let mut instance = Self::new(runtime, pre, label, Arc::new(Grants::none(label)), backend, None, limits, tx).await?;
+        let mut instance =
+            Self::new(runtime, pre, label, Arc::new(Grants::none(label)), backend, None, limits, tx).await?;
         let bindings = instance.bindings.clone();
         Ok(enter!(instance, |store| bindings.toolhost_tool_tool().call_metadata(store))?)
     }
@@ -112,7 +117,8 @@ impl ToolInstance {
     /// waiting for a user's answer does not count against the tool).
     pub fn rearm(&mut self, limits: &Limits) {
         let data = self.store.data_mut();
-        data.deadline = Deadline::new(limits.timeout(), std::time::Duration::from_millis(limits.max_process_timeout_ms));
+        data.deadline =
+            Deadline::new(limits.timeout(), std::time::Duration::from_millis(limits.max_process_timeout_ms));
     }
 
     /// Sends this instance's output to `output` and puts it under `deadline`

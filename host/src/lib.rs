@@ -7,23 +7,23 @@
 //! (src/main.rs) is a thin CLI over [`Toolhost`].
 
 pub mod backend;
-pub mod permission;
+pub mod batch;
+pub mod builtin;
 pub mod capability;
+pub mod events;
+pub mod function;
+pub mod instance;
+pub mod middleware;
+pub mod permission;
 pub mod response;
 pub mod runtime;
-pub mod state;
-pub mod instance;
-pub mod tool;
 pub mod settings;
-pub mod batch;
-pub mod events;
-pub mod builtin;
-pub mod middleware;
-pub mod function;
+pub mod state;
+pub mod tool;
 mod toolhost;
 
-pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer, PermissionRequest};
 pub use async_trait::async_trait;
+pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer, PermissionRequest};
 pub use function::FunctionTool;
 pub use middleware::NativeMiddleware;
 pub use runtime::bindings::wit_types::ToolError;

@@ -69,7 +69,9 @@ use crate::runtime::imports::chain::{ChainRunner, InnerCall, InnerOutcome, NextH
 use crate::runtime::store::{CallSetup, Deadline, OutputSink, new_store};
 use crate::runtime::{CallState, Limits, Runtime};
 use crate::state::AgentState;
-use crate::tool::{ComponentKind, LoadError, LoadedTool, Origin, ToolInfo, check_exports, check_header, validate_input};
+use crate::tool::{
+    ComponentKind, LoadError, LoadedTool, Origin, ToolInfo, check_exports, check_header, validate_input,
+};
 use crate::toolhost::Toolhost;
 
 /// The key of [`MiddlewareSettings::attach`] meaning "every tool".
@@ -96,13 +98,16 @@ impl MiddlewareSettings {
     /// Parses one `--attach` value: `TOOL=NAME[,NAME...]` (`*=NAME` for
     /// every tool), appending to the attachments.
     pub fn add_attach(&mut self, spec: &str) -> Result<(), String> {
-        let (tool, names) = spec
-            .split_once('=')
-            .ok_or_else(|| format!("--attach '{spec}' must look like TOOL=NAME[,NAME], e.g. Bash=logging,retry or '*=logging'"))?;
+        let (tool, names) = spec.split_once('=').ok_or_else(|| {
+            format!("--attach '{spec}' must look like TOOL=NAME[,NAME], e.g. Bash=logging,retry or '*=logging'")
+        })?;
         let tool = tool.trim();
-        let names: Vec<String> = names.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).collect();
+        let names: Vec<String> =
+            names.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).collect();
         if tool.is_empty() || names.is_empty() {
-            return Err(format!("--attach '{spec}' needs a tool name and at least one middleware name, e.g. Bash=logging"));
+            return Err(format!(
+                "--attach '{spec}' needs a tool name and at least one middleware name, e.g. Bash=logging"
+            ));
         }
         self.attach.entry(tool.to_string()).or_default().extend(names);
         Ok(())
@@ -179,7 +184,13 @@ pub trait NativeMiddleware: Send + Sync + 'static {
     /// `next.run(input)` runs the inner layers and streams their chunks;
     /// forward, change, drop or replace them with `out.emit`. Not calling
     /// `next` short-circuits the tool; calling it again retries.
-    async fn on_tool_call(&self, tool: &ToolInfo, input: String, next: Next, out: &mut MiddlewareOutput) -> Result<(), ToolError>;
+    async fn on_tool_call(
+        &self,
+        tool: &ToolInfo,
+        input: String,
+        next: Next,
+        out: &mut MiddlewareOutput,
+    ) -> Result<(), ToolError>;
 }
 
 /// Where a [`NativeMiddleware`] emits its chunks (with the output cap).
@@ -278,7 +289,10 @@ impl Registry {
         names
             .iter()
             .map(|name| {
-                layers.get(name).map(|(l, _)| l.clone()).ok_or_else(|| CallFailure::NotLoaded { name: name.clone(), tool: tool.to_string() })
+                layers
+                    .get(name)
+                    .map(|(l, _)| l.clone())
+                    .ok_or_else(|| CallFailure::NotLoaded { name: name.clone(), tool: tool.to_string() })
             })
             .collect()
     }
@@ -437,9 +451,17 @@ impl Chain {
     /// Validates `input` and starts the layers from `position` inward as a
     /// task; inner failures are recorded and reported to the caller layer
     /// as a [`ToolError`].
-    fn start(self: &Arc<Self>, position: usize, input: String, output: mpsc::Sender<Chunk>) -> Result<oneshot::Receiver<InnerOutcome>, ToolError> {
+    fn start(
+        self: &Arc<Self>,
+        position: usize,
+        input: String,
+        output: mpsc::Sender<Chunk>,
+    ) -> Result<oneshot::Receiver<InnerOutcome>, ToolError> {
         let value: serde_json::Value = serde_json::from_str(&input).map_err(|e| {
-            ToolError::InvalidInput(format!("the input passed to next.run for tool '{}' is not JSON: {e}", self.tool.info.name))
+            ToolError::InvalidInput(format!(
+                "the input passed to next.run for tool '{}' is not JSON: {e}",
+                self.tool.info.name
+            ))
         })?;
         validate_input(&self.tool, &value).map_err(ToolError::InvalidInput)?;
         let (tx, rx) = oneshot::channel();
@@ -500,7 +522,13 @@ impl Chain {
         LayerFailure { failure: CallFailure::Middleware { name: name.to_string(), fault }, waiting }
     }
 
-    async fn run_component(&self, mw: &LoadedMiddleware, link: Arc<Link>, input: String, output: mpsc::Sender<Chunk>) -> LayerResult {
+    async fn run_component(
+        &self,
+        mw: &LoadedMiddleware,
+        link: Arc<Link>,
+        input: String,
+        output: mpsc::Sender<Chunk>,
+    ) -> LayerResult {
         let name = mw.info.name.as_str();
         let limits = self.middleware_limits();
         let mut state = CallState::new(CallSetup {
@@ -525,8 +553,11 @@ impl Chain {
             Err(e) => return Err(self.fault(name, MiddlewareFault::Instantiate(format!("{e}")), false)),
         };
         let metadata = wit_metadata(&self.tool.info);
-        let result =
-            with_deadline(&self.deadline, instance.toolhost_tool_middleware().call_on_tool_call(&mut store, &metadata, &input, handler)).await;
+        let result = with_deadline(
+            &self.deadline,
+            instance.toolhost_tool_middleware().call_on_tool_call(&mut store, &metadata, &input, handler),
+        )
+        .await;
         let was_waiting = waiting.load(Ordering::Relaxed);
         if store.data().sink.truncated() {
             return Err(self.fault(name, MiddlewareFault::Flood { limit_bytes: limits.max_output_bytes }, false));
@@ -539,11 +570,21 @@ impl Chain {
                 let failure = GuestFailure::classify(&e, &tail, timed_out, limits.timeout_ms, limits.max_memory_bytes);
                 Err(self.fault(name, MiddlewareFault::Guest(failure), was_waiting))
             }
-            None => Err(self.fault(name, MiddlewareFault::Guest(GuestFailure::Timeout { limit_ms: limits.timeout_ms }), was_waiting)),
+            None => Err(self.fault(
+                name,
+                MiddlewareFault::Guest(GuestFailure::Timeout { limit_ms: limits.timeout_ms }),
+                was_waiting,
+            )),
         }
     }
 
-    async fn run_native(&self, mw: &dyn NativeMiddleware, link: Arc<Link>, input: String, output: mpsc::Sender<Chunk>) -> LayerResult {
+    async fn run_native(
+        &self,
+        mw: &dyn NativeMiddleware,
+        link: Arc<Link>,
+        input: String,
+        output: mpsc::Sender<Chunk>,
+    ) -> LayerResult {
         let name = mw.name().to_string();
         let limits = self.middleware_limits();
         let waiting = link.waiting.clone();
@@ -561,7 +602,11 @@ impl Chain {
                 let message = crate::function::panic_text(&*panic);
                 Err(self.fault(&name, MiddlewareFault::Guest(GuestFailure::Panic { message }), false))
             }
-            None => Err(self.fault(&name, MiddlewareFault::Guest(GuestFailure::Timeout { limit_ms: limits.timeout_ms }), was_waiting)),
+            None => Err(self.fault(
+                &name,
+                MiddlewareFault::Guest(GuestFailure::Timeout { limit_ms: limits.timeout_ms }),
+                was_waiting,
+            )),
         }
     }
 
@@ -582,10 +627,12 @@ impl Chain {
         }
         let failures = std::mem::take(&mut *self.failures.lock().unwrap_or_else(|p| p.into_inner()));
         match result {
-            Ok(outcome) => match failures.into_iter().find(|(_, f)| matches!(f.failure, CallFailure::Middleware { .. })) {
-                Some((_, f)) => Err(f.failure),
-                None => Ok(outcome),
-            },
+            Ok(outcome) => {
+                match failures.into_iter().find(|(_, f)| matches!(f.failure, CallFailure::Middleware { .. })) {
+                    Some((_, f)) => Err(f.failure),
+                    None => Ok(outcome),
+                }
+            }
             Err(f) if f.waiting => {
                 let deepest = failures.into_iter().filter(|(_, f)| !f.waiting).max_by_key(|(position, _)| *position);
                 Err(deepest.map(|(_, inner)| inner.failure).unwrap_or(f.failure))
@@ -618,7 +665,12 @@ fn wit_metadata(info: &ToolInfo) -> wit::ToolMetadata {
 
 /// Checks, compiles and introspects a middleware component (calling its
 /// `info` with no grants under a 10 s deadline).
-pub async fn load_middleware_component(runtime: &Runtime, bytes: &[u8], origin: Origin, label: &str) -> Result<LoadedMiddleware, LoadError> {
+pub async fn load_middleware_component(
+    runtime: &Runtime,
+    bytes: &[u8],
+    origin: Origin,
+    label: &str,
+) -> Result<LoadedMiddleware, LoadError> {
     check_header(bytes, label)?;
     let sha256 = hex::encode(Sha256::digest(bytes));
     let (component, _) = runtime.compile(bytes).map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
@@ -627,11 +679,13 @@ pub async fn load_middleware_component(runtime: &Runtime, bytes: &[u8], origin: 
         .middleware_linker()
         .instantiate_pre(&component)
         .map_err(|e| LoadError::MiddlewareUnknownImport(label.into(), format!("{e:#}")))?;
-    let pre = MiddlewareComponentPre::new(pre).map_err(|e| LoadError::MiddlewareWrongWorld(label.into(), format!("{e:#}")))?;
+    let pre = MiddlewareComponentPre::new(pre)
+        .map_err(|e| LoadError::MiddlewareWrongWorld(label.into(), format!("{e:#}")))?;
     let limits = Limits { timeout_ms: 10_000, ..Limits::default() };
     let deadline = Deadline::new(limits.timeout(), Duration::ZERO);
     let (tx, _rx) = mpsc::channel(1);
-    let backend: Arc<dyn Backend> = Arc::new(crate::backend::local::LocalBackend::new(std::env::temp_dir(), std::env::temp_dir()));
+    let backend: Arc<dyn Backend> =
+        Arc::new(crate::backend::local::LocalBackend::new(std::env::temp_dir(), std::env::temp_dir()));
     let state = CallState::new(CallSetup {
         tool: Arc::from(label),
         grants: Arc::new(Grants::none(label)),
@@ -650,7 +704,13 @@ pub async fn load_middleware_component(runtime: &Runtime, bytes: &[u8], origin: 
     let info = match with_deadline(&deadline, probe).await {
         Some(Ok(info)) => info,
         Some(Err(e)) => {
-            let failure = GuestFailure::classify(&e, &store.data().stderr_tail(), deadline.remaining().is_zero(), limits.timeout_ms, limits.max_memory_bytes);
+            let failure = GuestFailure::classify(
+                &e,
+                &store.data().stderr_tail(),
+                deadline.remaining().is_zero(),
+                limits.timeout_ms,
+                limits.max_memory_bytes,
+            );
             return Err(LoadError::Instantiate(label.into(), format!("calling `info`: {failure}")));
         }
         None => return Err(LoadError::Instantiate(label.into(), "`info` did not answer within 10 s".into())),
@@ -663,8 +723,15 @@ pub async fn load_middleware_component(runtime: &Runtime, bytes: &[u8], origin: 
 }
 
 fn check_name(name: &str, label: &str) -> Result<(), LoadError> {
-    if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') || name == EVERY_TOOL {
-        return Err(LoadError::MiddlewareInfo(label.into(), format!("middleware name '{name}' must be 1-64 characters of A-Z, a-z, 0-9, _ or -")));
+    if name.is_empty()
+        || name.len() > 64
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        || name == EVERY_TOOL
+    {
+        return Err(LoadError::MiddlewareInfo(
+            label.into(),
+            format!("middleware name '{name}' must be 1-64 characters of A-Z, a-z, 0-9, _ or -"),
+        ));
     }
     Ok(())
 }
@@ -719,7 +786,13 @@ impl Toolhost {
         if tool != EVERY_TOOL && self.describe(tool).is_none() {
             tracing::warn!("middleware attached to '{tool}', which is not loaded (yet)");
         }
-        self.middleware_registry().attach.write().unwrap_or_else(|p| p.into_inner()).entry(tool.to_string()).or_default().extend(names);
+        self.middleware_registry()
+            .attach
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(tool.to_string())
+            .or_default()
+            .extend(names);
         Ok(())
     }
 
@@ -730,7 +803,13 @@ impl Toolhost {
 
     /// Every loaded middleware, sorted by name.
     pub fn middleware(&self) -> Vec<MiddlewareInfo> {
-        self.middleware_registry().layers.read().unwrap_or_else(|p| p.into_inner()).values().map(|(_, i)| i.clone()).collect()
+        self.middleware_registry()
+            .layers
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .map(|(_, i)| i.clone())
+            .collect()
     }
 
     /// The names of the middleware that wrap `tool`'s calls, outermost first.

@@ -116,7 +116,9 @@ impl ToolResponse {
         }
         match chunk.state {
             ResultState::Error => self.state = ResultState::Error,
-            ResultState::Interrupted | ResultState::Denied if self.state != ResultState::Error => self.state = chunk.state,
+            ResultState::Interrupted | ResultState::Denied if self.state != ResultState::Error => {
+                self.state = chunk.state
+            }
             _ => {}
         }
         self.metadata.extend(chunk.metadata);
@@ -156,7 +158,9 @@ impl ToolResponse {
         for block in &self.content {
             match block {
                 ContentBlock::Text { text } => out.push_str(text),
-                ContentBlock::Data { media_type, data, .. } => out.push_str(&format!("[{media_type}, {} bytes]", data.len())),
+                ContentBlock::Data { media_type, data, .. } => {
+                    out.push_str(&format!("[{media_type}, {} bytes]", data.len()))
+                }
             }
         }
         out

@@ -104,7 +104,8 @@ impl Settings {
     /// Reads a settings file. Relative paths in it are resolved against the
     /// file's directory. Errors name the file and the offending key.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading settings file {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading settings file {}", path.display()))?;
         let mut settings: Settings =
             toml::from_str(&text).with_context(|| format!("settings file {} is invalid", path.display()))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -156,7 +157,9 @@ impl Settings {
         for dir in &self.permissions.working_dirs {
             let path = PathBuf::from(dir);
             if path.is_relative() {
-                bail!("working directory '{dir}' is relative; give an absolute path (--workdir /abs/path or [permissions].working_dirs)");
+                bail!(
+                    "working directory '{dir}' is relative; give an absolute path (--workdir /abs/path or [permissions].working_dirs)"
+                );
             }
             dirs.push(path);
         }

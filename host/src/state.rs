@@ -74,7 +74,9 @@ impl AgentState {
                 }
                 data
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => StateData { version: FORMAT_VERSION, ..Default::default() },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                StateData { version: FORMAT_VERSION, ..Default::default() }
+            }
             Err(e) => return Err(e).with_context(|| format!("reading the session state file {}", path.display())),
         };
         Ok(Self { data: Mutex::new(data), file: Some(path.to_path_buf()) })

@@ -66,10 +66,14 @@ pub struct ToolInfo {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// Not a WebAssembly binary at all.
-    #[error("{0} is not a WebAssembly file (no `\\0asm` header); pass a .wasm component built with `cargo build --target wasm32-wasip2`")]
+    #[error(
+        "{0} is not a WebAssembly file (no `\\0asm` header); pass a .wasm component built with `cargo build --target wasm32-wasip2`"
+    )]
     NotWasm(String),
     /// A core module rather than a component.
-    #[error("{0} is a core WebAssembly module, not a component; build it with `--target wasm32-wasip2` (which links a component) or wrap it with `wasm-tools component new`")]
+    #[error(
+        "{0} is a core WebAssembly module, not a component; build it with `--target wasm32-wasip2` (which links a component) or wrap it with `wasm-tools component new`"
+    )]
     CoreModule(String),
     /// wasmtime could not compile it.
     #[error("{0} could not be compiled: {1}")]
@@ -78,22 +82,30 @@ pub enum LoadError {
     #[error("{0} is a middleware component, not a tool; attach it with --middleware or [middleware] in toolhost.toml")]
     Middleware(String),
     /// Exports our interface at a version this host does not know.
-    #[error("{0} was built against toolhost:tool@{1}, which this toolhost does not support (supported: {2}); rebuild it with a matching toolhost-sdk")]
+    #[error(
+        "{0} was built against toolhost:tool@{1}, which this toolhost does not support (supported: {2}); rebuild it with a matching toolhost-sdk"
+    )]
     UnsupportedVersion(String, String, String),
     /// A tool where a middleware was expected.
     #[error("{0} is a tool component, not a middleware; load it with --plugin or `plugins` in toolhost.toml")]
     NotMiddleware(String),
     /// Does not export the middleware interface.
-    #[error("{0} does not export `toolhost:tool/middleware@0.1.0` (it exports: {1}); build it against the `middleware-component` world, which the toolhost-sdk's `export_middleware!` does")]
+    #[error(
+        "{0} does not export `toolhost:tool/middleware@0.1.0` (it exports: {1}); build it against the `middleware-component` world, which the toolhost-sdk's `export_middleware!` does"
+    )]
     MiddlewareWrongWorld(String, String),
     /// A middleware importing something the host does not provide.
-    #[error("{0} imports something toolhost does not provide: {1}; middleware may import only the interfaces of the `middleware-component` world and WASI 0.2")]
+    #[error(
+        "{0} imports something toolhost does not provide: {1}; middleware may import only the interfaces of the `middleware-component` world and WASI 0.2"
+    )]
     MiddlewareUnknownImport(String, String),
     /// Its `info` is unusable.
     #[error("{0}: invalid middleware info: {1}")]
     MiddlewareInfo(String, String),
     /// The name is taken by another loaded middleware.
-    #[error("cannot load {source_name}: a middleware named '{name}' is already loaded; remove one of them or rename it")]
+    #[error(
+        "cannot load {source_name}: a middleware named '{name}' is already loaded; remove one of them or rename it"
+    )]
     MiddlewareNameTaken {
         /// The file being loaded.
         source_name: String,
@@ -101,10 +113,14 @@ pub enum LoadError {
         name: String,
     },
     /// Does not export the tool interface.
-    #[error("{0} does not export `toolhost:tool/tool@0.1.0` (it exports: {1}); build it against the `tool-component` world, which the toolhost-sdk's `export_tool!` does")]
+    #[error(
+        "{0} does not export `toolhost:tool/tool@0.1.0` (it exports: {1}); build it against the `tool-component` world, which the toolhost-sdk's `export_tool!` does"
+    )]
     WrongWorld(String, String),
     /// Imports something the host does not provide.
-    #[error("{0} imports something toolhost does not provide: {1}; tools may import only the interfaces of the `tool-component` world and WASI 0.2")]
+    #[error(
+        "{0} imports something toolhost does not provide: {1}; tools may import only the interfaces of the `tool-component` world and WASI 0.2"
+    )]
     UnknownImport(String, String),
     /// Its metadata is unusable.
     #[error("{0}: invalid metadata: {1}")]
@@ -113,7 +129,9 @@ pub enum LoadError {
     #[error("{0}: calling `metadata` failed: {1}")]
     Instantiate(String, String),
     /// The name is taken by another loaded tool.
-    #[error("cannot load {source_name}: a tool named '{name}' is already loaded from {existing}; remove one of them or rename the tool")]
+    #[error(
+        "cannot load {source_name}: a tool named '{name}' is already loaded from {existing}; remove one of them or rename the tool"
+    )]
     NameTaken {
         /// The file being loaded.
         source_name: String,
@@ -152,7 +170,12 @@ pub struct LoadReport {
 
 /// Validates, compiles and introspects a component. `label` names it in
 /// errors (a path, or `built-in bash`).
-pub async fn load_component(runtime: &Runtime, bytes: &[u8], origin: Origin, label: &str) -> Result<LoadReport, LoadError> {
+pub async fn load_component(
+    runtime: &Runtime,
+    bytes: &[u8],
+    origin: Origin,
+    label: &str,
+) -> Result<LoadReport, LoadError> {
     load_component_with_hash(runtime, bytes, origin, label, None).await
 }
 
@@ -169,7 +192,8 @@ pub async fn load_component_with_hash(
     let sha256 = sha256.map(str::to_string).unwrap_or_else(|| hex::encode(Sha256::digest(bytes)));
     let (component, cache) = runtime.compile(bytes).map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
     let wit_version = check_exports(runtime, &component, label, ComponentKind::Tool)?;
-    let imports: Vec<String> = component.component_type().imports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
+    let imports: Vec<String> =
+        component.component_type().imports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
     let pre = runtime
         .tool_linker()
         .instantiate_pre(&component)
@@ -179,7 +203,11 @@ pub async fn load_component_with_hash(
         .await
         .map_err(|e| LoadError::Instantiate(label.into(), format!("{e:#}")))?;
     let (info, validator) = validate_metadata(metadata, origin, wit_version, sha256, label)?;
-    Ok(LoadReport { tool: LoadedTool { info, kind: ToolKind::Component(pre), validator: Arc::new(validator) }, cache, imports })
+    Ok(LoadReport {
+        tool: LoadedTool { info, kind: ToolKind::Component(pre), validator: Arc::new(validator) },
+        cache,
+        imports,
+    })
 }
 
 /// Checks the `\0asm` header and that the file is a component, not a core
@@ -207,7 +235,12 @@ pub(crate) enum ComponentKind {
 /// Checks that a component exports the interface of `expected` at a
 /// supported version, and returns that version. A tool where a middleware
 /// is expected (or the reverse) gets an error saying how to load it.
-pub(crate) fn check_exports(runtime: &Runtime, component: &Component, label: &str, expected: ComponentKind) -> Result<String, LoadError> {
+pub(crate) fn check_exports(
+    runtime: &Runtime,
+    component: &Component,
+    label: &str,
+    expected: ComponentKind,
+) -> Result<String, LoadError> {
     let ty = component.component_type();
     let names: Vec<String> = ty.exports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
     for name in &names {
@@ -245,7 +278,10 @@ pub(crate) fn validate_metadata(
     label: &str,
 ) -> Result<(ToolInfo, jsonschema::Validator), LoadError> {
     let bad = |msg: String| LoadError::Metadata(label.into(), msg);
-    if m.name.is_empty() || !m.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') || m.name.len() > 64 {
+    if m.name.is_empty()
+        || !m.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        || m.name.len() > 64
+    {
         return Err(bad(format!("tool name '{}' must be 1-64 characters of A-Z, a-z, 0-9, _ or -", m.name)));
     }
     let schema: serde_json::Value = serde_json::from_str(&m.input_schema)
@@ -256,12 +292,15 @@ pub(crate) fn validate_metadata(
     if schema.get("properties").is_some_and(|p| !p.is_object()) {
         return Err(bad(format!("the input schema of '{}' has \"properties\" that is not an object", m.name)));
     }
-    jsonschema::meta::validate(&schema)
-        .map_err(|e| bad(format!("the input schema of '{}' is not valid JSON Schema: {e} (at {})", m.name, e.instance_path())))?;
+    jsonschema::meta::validate(&schema).map_err(|e| {
+        bad(format!("the input schema of '{}' is not valid JSON Schema: {e} (at {})", m.name, e.instance_path()))
+    })?;
     let validator = jsonschema::validator_for(&schema)
         .map_err(|e| bad(format!("the input schema of '{}' is not valid JSON Schema: {e}", m.name)))?;
     let result_metadata_schema = match m.result_metadata_schema {
-        Some(text) => Some(serde_json::from_str(&text).map_err(|e| bad(format!("result-metadata-schema is not JSON: {e}")))?),
+        Some(text) => {
+            Some(serde_json::from_str(&text).map_err(|e| bad(format!("result-metadata-schema is not JSON: {e}")))?)
+        }
         None => None,
     };
     let info = ToolInfo {

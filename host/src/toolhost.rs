@@ -207,7 +207,8 @@ impl Toolhost {
     async fn load_builtins(&self) -> Result<()> {
         for (name, bytes, sha256) in crate::builtin::BUILTINS {
             let label = format!("built-in {name}");
-            let report = load_component_with_hash(&self.inner.runtime, bytes, Origin::Builtin, &label, Some(sha256)).await?;
+            let report =
+                load_component_with_hash(&self.inner.runtime, bytes, Origin::Builtin, &label, Some(sha256)).await?;
             self.insert_loaded(report.tool, &label)?;
         }
         Ok(())
@@ -343,7 +344,12 @@ impl Toolhost {
     }
 
     /// A fresh instance of `tool`, for a call or a check.
-    pub async fn instantiate(&self, tool: &str, session: Option<Arc<AgentState>>, output: mpsc::Sender<Chunk>) -> Result<CallableTool> {
+    pub async fn instantiate(
+        &self,
+        tool: &str,
+        session: Option<Arc<AgentState>>,
+        output: mpsc::Sender<Chunk>,
+    ) -> Result<CallableTool> {
         let loaded = self.tool(tool).with_context(|| unknown_tool(tool))?;
         self.instantiate_loaded(&loaded, session, output).await
     }
@@ -364,7 +370,13 @@ impl Toolhost {
     }
 
     /// Evaluates the permission engine for one call without running it.
-    pub async fn check(&self, tool: &str, input: &serde_json::Value, ctx: &permission::Context, rules: &RuleSet) -> Result<Decision> {
+    pub async fn check(
+        &self,
+        tool: &str,
+        input: &serde_json::Value,
+        ctx: &permission::Context,
+        rules: &RuleSet,
+    ) -> Result<Decision> {
         let loaded = self.tool(tool).with_context(|| unknown_tool(tool))?;
         validate_input(&loaded, input).map_err(anyhow::Error::msg)?;
         let (tx, _rx) = mpsc::channel(1);
@@ -448,7 +460,10 @@ impl Toolhost {
                     PermissionAnswer::Deny => {
                         return Some(denied(
                             &request.id,
-                            format!("<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>", request.tool),
+                            format!(
+                                "<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>",
+                                request.tool
+                            ),
                         ));
                     }
                 }
@@ -469,7 +484,14 @@ impl Toolhost {
 
         // The middleware chain attached to the tool (if any) wraps `call`.
         instance.rearm(&self.inner.settings.limits);
-        let chain = crate::middleware::run_chain(self.clone(), loaded.clone(), instance, input_text, request.session.clone(), out_tx);
+        let chain = crate::middleware::run_chain(
+            self.clone(),
+            loaded.clone(),
+            instance,
+            input_text,
+            request.session.clone(),
+            out_tx,
+        );
         let mut response = ToolResponse::new(&request.id);
         let forward = async {
             while let Some(chunk) = out_rx.recv().await {
@@ -498,10 +520,15 @@ impl Toolhost {
     /// response, validating its metadata against the tool's schema.
     pub fn complete_external(&self, call: &ExternalCall, result: ExternalResult) -> Result<ToolResponse> {
         if let Some(schema) = &call.result_metadata_schema {
-            let validator = jsonschema::validator_for(schema).map_err(|e| anyhow::anyhow!("the tool's result schema is invalid: {e}"))?;
+            let validator = jsonschema::validator_for(schema)
+                .map_err(|e| anyhow::anyhow!("the tool's result schema is invalid: {e}"))?;
             let metadata = serde_json::Value::Object(result.metadata.clone());
             if let Some(e) = validator.iter_errors(&metadata).next() {
-                bail!("the result metadata for {} does not match its schema at `{}`: {e}", call.tool, e.instance_path());
+                bail!(
+                    "the result metadata for {} does not match its schema at `{}`: {e}",
+                    call.tool,
+                    e.instance_path()
+                );
             }
         }
         let mut chunk = Chunk::text(result.output, result.state.unwrap_or(ResultState::Success));

@@ -29,7 +29,12 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
 fn report(name: &str, samples: &mut [Duration]) -> (Duration, Duration) {
     let p50 = percentile(samples, 0.50);
     let p99 = percentile(samples, 0.99);
-    println!("{name:<48} p50 {:>9.1} µs   p99 {:>9.1} µs   (n={})", p50.as_secs_f64() * 1e6, p99.as_secs_f64() * 1e6, samples.len());
+    println!(
+        "{name:<48} p50 {:>9.1} µs   p99 {:>9.1} µs   (n={})",
+        p50.as_secs_f64() * 1e6,
+        p99.as_secs_f64() * 1e6,
+        samples.len()
+    );
     (p50, p99)
 }
 
@@ -82,7 +87,9 @@ async fn async_main() {
         let out = Command::new(&python).arg(&script).arg(iterations.to_string()).output().expect("running python");
         let text = String::from_utf8_lossy(&out.stdout);
         print!("{text}");
-        if let Some(p50) = text.lines().find_map(|l| l.strip_prefix("p50_us ")).and_then(|v| v.trim().parse::<f64>().ok()) {
+        if let Some(p50) =
+            text.lines().find_map(|l| l.strip_prefix("p50_us ")).and_then(|v| v.trim().parse::<f64>().ok())
+        {
             println!("ratio AgentScope / toolhost (p50): {:.2}x faster", p50 / (call_p50.as_secs_f64() * 1e6));
         }
     } else {
@@ -118,7 +125,11 @@ async fn async_main() {
     }
     let (list_p50, _) = report("`toolhost list` cold (cache warm), wall", &mut walls);
     let (true_p50, _) = report("`/bin/true`, wall (process start peer)", &mut trues);
-    println!("`toolhost list` peak RSS: {:.1} MiB; ratio list / true (p50): {:.0}x", peak_kib as f64 / 1024.0, list_p50.as_secs_f64() / true_p50.as_secs_f64());
+    println!(
+        "`toolhost list` peak RSS: {:.1} MiB; ratio list / true (p50): {:.0}x",
+        peak_kib as f64 / 1024.0,
+        list_p50.as_secs_f64() / true_p50.as_secs_f64()
+    );
 
     // 3. Loading one component, compile-cache miss vs hit.
     let bytes = std::fs::read(guest("escape")).expect("escape.wasm");
@@ -126,7 +137,8 @@ async fn async_main() {
     let mut hits = Vec::new();
     for _ in 0..5 {
         let dir = tempfile::tempdir().expect("tempdir");
-        let rt = Runtime::new(&RuntimeOptions { cache_dir: Some(dir.path().into()), ..Default::default() }).expect("runtime");
+        let rt = Runtime::new(&RuntimeOptions { cache_dir: Some(dir.path().into()), ..Default::default() })
+            .expect("runtime");
         let start = Instant::now();
         load_component(&rt, &bytes, Origin::Builtin, "escape").await.expect("load");
         misses.push(start.elapsed());

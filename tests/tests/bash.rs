@@ -51,10 +51,7 @@ async fn output_exit_codes_and_stderr() {
     let r = bash(&host, "echo 'Hello World'").await;
     assert_eq!(r.state, ResultState::Success, "{r:?}");
     assert_eq!(r.text(), "Hello World\n");
-    assert_eq!(
-        meta(&r),
-        json!({"exit_code": 0, "timed_out": false, "truncated": false})
-    );
+    assert_eq!(meta(&r), json!({"exit_code": 0, "timed_out": false, "truncated": false}));
 
     let r = bash(&host, "true").await;
     assert_eq!((r.state, r.text().as_str()), (ResultState::Success, ""));
@@ -62,25 +59,15 @@ async fn output_exit_codes_and_stderr() {
     let cmd = "echo out; sleep 0.1; echo err 1>&2; exit 3";
     let r = bash(&host, cmd).await;
     assert_eq!(r.state, ResultState::Error, "{r:?}");
-    assert_eq!(
-        r.text(),
-        format!("out\nerr\nCommand failed with exit code 3: {cmd}")
-    );
+    assert_eq!(r.text(), format!("out\nerr\nCommand failed with exit code 3: {cmd}"));
     assert_eq!(meta(&r)["exit_code"], 3);
 
     // No newline at the end of the output: the status line gets its own line.
     let r = bash(&host, "printf partial; exit 1").await;
-    assert_eq!(
-        r.text(),
-        "partial\nCommand failed with exit code 1: printf partial; exit 1"
-    );
+    assert_eq!(r.text(), "partial\nCommand failed with exit code 1: printf partial; exit 1");
 
     // stderr and stdout in the order they were written; \r\n becomes \n.
-    let r = bash(
-        &host,
-        "echo one; sleep 0.2; echo two >&2; sleep 0.2; printf 'three\\r\\nfour\\r'",
-    )
-    .await;
+    let r = bash(&host, "echo one; sleep 0.2; echo two >&2; sleep 0.2; printf 'three\\r\\nfour\\r'").await;
     assert_eq!(r.text(), "one\ntwo\nthree\nfour\r");
 
     // A program that does not exist: the shell's own error and exit code 127.
@@ -108,21 +95,14 @@ async fn output_is_cut_at_30000_characters() {
     let r = bash(&host, "head -c 40000 /dev/zero | tr '\\0' x").await;
     assert_eq!(r.state, ResultState::Success, "{:?}", r.state);
     assert_eq!(r.text(), format!("{}{NOTE}", "x".repeat(30_000)));
-    assert_eq!(
-        meta(&r),
-        json!({"exit_code": 0, "timed_out": false, "truncated": true})
-    );
+    assert_eq!(meta(&r), json!({"exit_code": 0, "timed_out": false, "truncated": true}));
 
     let r = bash(&host, "head -c 30000 /dev/zero | tr '\\0' y").await;
     assert_eq!(r.text(), "y".repeat(30_000));
     assert_eq!(meta(&r)["truncated"], false);
 
     // Characters, not bytes: 30,001 two-byte characters are cut to 30,000.
-    let r = bash(
-        &host,
-        "i=0; while [ $i -lt 30001 ]; do printf 'é'; i=$((i+1)); done",
-    )
-    .await;
+    let r = bash(&host, "i=0; while [ $i -lt 30001 ]; do printf 'é'; i=$((i+1)); done").await;
     assert_eq!(r.text(), format!("{}{NOTE}", "é".repeat(30_000)));
 }
 
@@ -133,29 +113,17 @@ async fn a_timeout_kills_the_whole_process_tree_on_time() {
     bash(&host, "true").await; // compile and cache the component first
 
     // Unique durations mark the processes of this test.
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
     let (a, b) = (format!("30.{nanos:09}1"), format!("30.{nanos:09}2"));
     let cmd = format!("sleep {a} & sleep {b}");
     let start = Instant::now();
     let r = run(&host, "Bash", json!({"command": cmd, "timeout": 500})).await;
     let took = start.elapsed();
-    assert!(
-        took < Duration::from_secs(3),
-        "the call took {took:?}; the timeout was 500 ms"
-    );
-    assert!(
-        took >= Duration::from_millis(450),
-        "returned before the timeout: {took:?}"
-    );
+    assert!(took < Duration::from_secs(3), "the call took {took:?}; the timeout was 500 ms");
+    assert!(took >= Duration::from_millis(450), "returned before the timeout: {took:?}");
     assert_eq!(r.state, ResultState::Error);
     assert_eq!(r.text(), format!("Command timed out after 500ms: {cmd}"));
-    assert_eq!(
-        meta(&r),
-        json!({"exit_code": -1, "timed_out": true, "truncated": false})
-    );
+    assert_eq!(meta(&r), json!({"exit_code": -1, "timed_out": true, "truncated": false}));
 
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
@@ -163,20 +131,13 @@ async fn a_timeout_kills_the_whole_process_tree_on_time() {
         if left.is_empty() {
             break;
         }
-        assert!(
-            Instant::now() < deadline,
-            "processes survived the timeout: {left:?}"
-        );
+        assert!(Instant::now() < deadline, "processes survived the timeout: {left:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
     // Timeout 0 times out at once, as the reference.
     let r = run(&host, "Bash", json!({"command": "echo hi", "timeout": 0})).await;
-    assert!(
-        r.text().ends_with("Command timed out after 0ms: echo hi"),
-        "{}",
-        r.text()
-    );
+    assert!(r.text().ends_with("Command timed out after 0ms: echo hi"), "{}", r.text());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -186,13 +147,8 @@ async fn output_streams_while_the_command_runs() {
     bash(&host, "true").await; // compile and cache the component first
 
     let start = Instant::now();
-    let mut stream = host.call(
-        CallRequest::new(
-            "Bash",
-            json!({"command": "echo a; sleep 1; echo b"}).to_string(),
-        )
-        .mode(Mode::Bypass),
-    );
+    let mut stream = host
+        .call(CallRequest::new("Bash", json!({"command": "echo a; sleep 1; echo b"}).to_string()).mode(Mode::Bypass));
     let mut first: Option<(Duration, String)> = None;
     let mut finished = None;
     while let Some(event) = stream.next().await {
@@ -216,14 +172,8 @@ async fn output_streams_while_the_command_runs() {
     let (first_at, first_text) = first.expect("no chunk arrived");
     let (end_at, response) = finished.expect("no final response");
     assert_eq!(first_text, "a\n");
-    assert!(
-        first_at < Duration::from_secs(1),
-        "first chunk after {first_at:?}"
-    );
-    assert!(
-        end_at >= first_at + Duration::from_millis(800),
-        "first chunk {first_at:?}, end {end_at:?}"
-    );
+    assert!(first_at < Duration::from_secs(1), "first chunk after {first_at:?}");
+    assert!(end_at >= first_at + Duration::from_millis(800), "first chunk {first_at:?}, end {end_at:?}");
     assert_eq!(response.text(), "a\nb\n");
 }
 
@@ -251,20 +201,12 @@ fn the_cli_decides_in_every_mode() {
     // `touch x` inside the working directory. accept-edits and dont-ask let
     // the tool allow filesystem edits confined to the working directories
     // (spec §5.7); default asks, and without a terminal nobody can answer.
-    for (mode, allowed) in [
-        ("default", false),
-        ("accept-edits", true),
-        ("explore", false),
-        ("bypass", true),
-        ("dont-ask", true),
-    ] {
+    for (mode, allowed) in
+        [("default", false), ("accept-edits", true), ("explore", false), ("bypass", true), ("dont-ask", true)]
+    {
         let _ = std::fs::remove_file(work.join("x"));
         let (code, out) = cli_bash(&scratch, "touch x", mode);
-        assert_eq!(
-            work.join("x").exists(),
-            allowed,
-            "touch x in {mode}: exit {code}: {out}"
-        );
+        assert_eq!(work.join("x").exists(), allowed, "touch x in {mode}: exit {code}: {out}");
         if allowed {
             assert_eq!(code, 0, "touch x in {mode}: {out}");
         } else {
@@ -275,20 +217,12 @@ fn the_cli_decides_in_every_mode() {
     // Outside the working directory nothing allows it but bypass.
     let outside = scratch.outside("outside.txt");
     let cmd = format!("touch {}", outside.display());
-    for (mode, allowed) in [
-        ("default", false),
-        ("accept-edits", false),
-        ("explore", false),
-        ("bypass", true),
-        ("dont-ask", false),
-    ] {
+    for (mode, allowed) in
+        [("default", false), ("accept-edits", false), ("explore", false), ("bypass", true), ("dont-ask", false)]
+    {
         let _ = std::fs::remove_file(&outside);
         let (code, out) = cli_bash(&scratch, &cmd, mode);
-        assert_eq!(
-            outside.exists(),
-            allowed,
-            "{cmd} in {mode}: exit {code}: {out}"
-        );
+        assert_eq!(outside.exists(), allowed, "{cmd} in {mode}: exit {code}: {out}");
         assert_eq!(code, if allowed { 0 } else { 3 }, "{cmd} in {mode}: {out}");
     }
 }
@@ -301,27 +235,14 @@ async fn powershell_always_asks_and_says_when_it_is_missing() {
 
     for mode in [Mode::Default, Mode::AcceptEdits, Mode::DontAsk] {
         let ctx = host.permission_context("PowerShell", mode);
-        let d = host
-            .check("PowerShell", &input, &ctx, &RuleSet::default())
-            .await
-            .unwrap();
+        let d = host.check("PowerShell", &input, &ctx, &RuleSet::default()).await.unwrap();
         let tool = d.tool_check.clone().expect("the tool was consulted");
         assert_eq!(tool.behavior, Behavior::Ask, "{mode:?}: {d:?}");
         assert!(!tool.bypass_immune);
         assert_eq!(tool.message, "Execute PowerShell command");
-        assert_eq!(
-            tool.reason.as_deref(),
-            Some("PowerShell command validation is not enabled")
-        );
-        assert!(
-            d.suggested_rules.is_empty() || d.suggested_rules.iter().all(|r| r.content.is_none()),
-            "{d:?}"
-        );
-        let expected = if mode == Mode::DontAsk {
-            Behavior::Deny
-        } else {
-            Behavior::Ask
-        };
+        assert_eq!(tool.reason.as_deref(), Some("PowerShell command validation is not enabled"));
+        assert!(d.suggested_rules.is_empty() || d.suggested_rules.iter().all(|r| r.content.is_none()), "{d:?}");
+        let expected = if mode == Mode::DontAsk { Behavior::Deny } else { Behavior::Ask };
         assert_eq!(d.behavior, expected, "{mode:?}: {d:?}");
     }
 

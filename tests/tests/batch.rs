@@ -34,7 +34,9 @@ async fn safe_calls_overlap_and_unsafe_calls_run_alone_in_order() {
     let ids: Vec<&str> = results
         .iter()
         .map(|r| match r {
-            BatchResult::Finished { id, .. } | BatchResult::External { id, .. } | BatchResult::NotStarted { id } => id.as_str(),
+            BatchResult::Finished { id, .. } | BatchResult::External { id, .. } | BatchResult::NotStarted { id } => {
+                id.as_str()
+            }
         })
         .collect();
     assert_eq!(ids, ["c0", "c1", "c2", "c3", "c4", "c5", "c6"], "results come back in call order");

@@ -105,23 +105,35 @@ fn make_pdf(pages: &[&str]) -> Vec<u8> {
     for o in offsets {
         out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
     }
-    out.extend_from_slice(format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes());
+    out.extend_from_slice(
+        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
+    );
     out
 }
 
 /// A 1×1 PNG.
 const PNG: &[u8] = &[
-    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f,
-    0x15, 0xc4, 0x89, 0, 0, 0, 10, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0, 1, 0, 0, 5, 0, 1, 0x0d, 0x0a, 0x2d, 0xb4, 0, 0, 0, 0,
-    0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6,
+    0, 0, 0, 0x1f, 0x15, 0xc4, 0x89, 0, 0, 0, 10, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0, 1, 0, 0, 5, 0, 1, 0x0d,
+    0x0a, 0x2d, 0xb4, 0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_tools_are_loaded_with_the_reference_flags() {
     let env = Env::new().await;
-    for (name, read_only, state) in [("Read", true, true), ("Write", false, true), ("Edit", false, true), ("Glob", true, false), ("Grep", true, false)] {
+    for (name, read_only, state) in [
+        ("Read", true, true),
+        ("Write", false, true),
+        ("Edit", false, true),
+        ("Glob", true, false),
+        ("Grep", true, false),
+    ] {
         let info = env.host.describe(name).unwrap_or_else(|| panic!("{name} is a built-in"));
-        assert_eq!((info.read_only, info.concurrency_safe, info.state_injected), (read_only, read_only, state), "{name}: {info:?}");
+        assert_eq!(
+            (info.read_only, info.concurrency_safe, info.state_injected),
+            (read_only, read_only, state),
+            "{name}: {info:?}"
+        );
     }
 }
 
@@ -131,17 +143,29 @@ async fn read_text_conformance() {
     let long = "x".repeat(2005);
     write(env.work.join("t.txt"), format!("line1\r\nline2\n{long}\nfoo foo\n"));
     let r = env.call("Read", json!({"file_path": env.p("t.txt")})).await;
-    assert_eq!(ok(&r), format!("     1\tline1\n     2\tline2\n     3\t{}[truncated]\n     4\tfoo foo", "x".repeat(2000)));
+    assert_eq!(
+        ok(&r),
+        format!("     1\tline1\n     2\tline2\n     3\t{}[truncated]\n     4\tfoo foo", "x".repeat(2000))
+    );
     let r = env.call("Read", json!({"file_path": env.p("t.txt"), "offset": 2, "limit": 2})).await;
     assert_eq!(ok(&r), format!("     2\tline2\n     3\t{}[truncated]", "x".repeat(2000)));
     let r = env.call("Read", json!({"file_path": env.p("t.txt"), "offset": 50})).await;
     assert_eq!(ok(&r), "");
 
-    assert_eq!(err(&env.call("Read", json!({"file_path": "t.txt"})).await), "Error: file_path must be an absolute path, got: t.txt");
+    assert_eq!(
+        err(&env.call("Read", json!({"file_path": "t.txt"})).await),
+        "Error: file_path must be an absolute path, got: t.txt"
+    );
     let missing = env.p("missing.txt");
-    assert_eq!(err(&env.call("Read", json!({"file_path": missing})).await), format!("Error: File does not exist: {missing}"));
+    assert_eq!(
+        err(&env.call("Read", json!({"file_path": missing})).await),
+        format!("Error: File does not exist: {missing}")
+    );
     let dir = env.work.display().to_string();
-    assert_eq!(err(&env.call("Read", json!({"file_path": dir})).await), format!("Error: Path is a directory, not a file: {dir}"));
+    assert_eq!(
+        err(&env.call("Read", json!({"file_path": dir})).await),
+        format!("Error: Path is a directory, not a file: {dir}")
+    );
 
     // Unknown extension: text. A binary file: refused (our addition).
     write(env.work.join("a.xyz"), "hello\n");
@@ -180,7 +204,10 @@ async fn read_images_and_pdfs() {
     write(env.work.join("doc.pdf"), make_pdf(&["Alpha page", "Beta page", "Gamma page"]));
     let text = ok(&env.call("Read", json!({"file_path": env.p("doc.pdf"), "pages": "2-3"})).await);
     assert!(text.starts_with("--- Page 2/3 ---\n") && text.contains("Beta page"), "{text}");
-    assert!(text.contains("\n\n--- Page 3/3 ---\n") && text.contains("Gamma page") && !text.contains("Alpha"), "{text}");
+    assert!(
+        text.contains("\n\n--- Page 3/3 ---\n") && text.contains("Gamma page") && !text.contains("Alpha"),
+        "{text}"
+    );
     let all = ok(&env.call("Read", json!({"file_path": env.p("doc.pdf")})).await);
     assert!(all.contains("--- Page 1/3 ---") && all.contains("Alpha page"), "{all}");
     let eleven: Vec<String> = (1..=11).map(|i| format!("Page {i}")).collect();
@@ -204,7 +231,9 @@ async fn write_conformance_and_read_before_write() {
     let existing = env.p("existing.txt");
     assert_eq!(
         err(&env.call("Write", json!({"file_path": existing, "content": "new\n"})).await),
-        format!("Error: File {existing} exists but has not been read yet. You must read the file first before writing to it.")
+        format!(
+            "Error: File {existing} exists but has not been read yet. You must read the file first before writing to it."
+        )
     );
     assert_eq!(std::fs::read_to_string(&existing).unwrap(), "old\n");
 
@@ -223,8 +252,14 @@ async fn write_conformance_and_read_before_write() {
     let r = env.call("Write", json!({"file_path": existing, "content": "new\n"})).await;
     assert_eq!(ok(&r), format!("The file {existing} has been written successfully (2 lines)."));
     assert_eq!(r.metadata["diff"], json!(format!("--- a/{existing}\n+++ b/{existing}\n@@ -1 +1 @@\n-old\n+new\n")));
-    assert!(err(&env.call("Write", json!({"file_path": existing, "content": "again\n"})).await).contains("has not been read yet"));
-    assert!(err(&env.call("Edit", json!({"file_path": existing, "old_string": "new", "new_string": "x"})).await).contains("must first read"));
+    assert!(
+        err(&env.call("Write", json!({"file_path": existing, "content": "again\n"})).await)
+            .contains("has not been read yet")
+    );
+    assert!(
+        err(&env.call("Edit", json!({"file_path": existing, "old_string": "new", "new_string": "x"})).await)
+            .contains("must first read")
+    );
     assert_eq!(std::fs::read_to_string(&existing).unwrap(), "new\n");
 }
 
@@ -244,13 +279,16 @@ async fn edit_conformance() {
     );
     assert_eq!(
         err(&env.call("Edit", json!({"file_path": p, "old_string": "foo", "new_string": "baz"})).await),
-        format!("Error: old_string appears 2 times in {p}. Set replace_all=true to replace all occurrences, or make old_string more specific.")
+        format!(
+            "Error: old_string appears 2 times in {p}. Set replace_all=true to replace all occurrences, or make old_string more specific."
+        )
     );
     assert_eq!(
         err(&env.call("Edit", json!({"file_path": p, "old_string": "nope", "new_string": "baz"})).await),
         format!("Error: old_string not found in {p}")
     );
-    let r = env.call("Edit", json!({"file_path": p, "old_string": "foo", "new_string": "baz", "replace_all": true})).await;
+    let r =
+        env.call("Edit", json!({"file_path": p, "old_string": "foo", "new_string": "baz", "replace_all": true})).await;
     assert_eq!(ok(&r), format!("Successfully replaced all 2 occurrences in {p}"));
     assert_eq!(r.metadata["occurrences"], json!(2));
     assert_eq!(std::fs::read_to_string(&p).unwrap(), "baz\nbar baz\n", "CRLF saved as LF");
@@ -279,17 +317,26 @@ async fn a_file_changed_behind_the_tools_back_must_be_read_again() {
     // Someone else changes the file (a different mtime).
     write(&p, "one two\n");
     set_mtime(&p, 30);
-    assert!(err(&env.call("Edit", json!({"file_path": p, "old_string": "one", "new_string": "1"})).await).contains("must first read"));
+    assert!(
+        err(&env.call("Edit", json!({"file_path": p, "old_string": "one", "new_string": "1"})).await)
+            .contains("must first read")
+    );
     assert!(err(&env.call("Write", json!({"file_path": p, "content": "x"})).await).contains("has not been read yet"));
     assert_eq!(std::fs::read_to_string(&p).unwrap(), "one two\n");
     // Deleted after the read: not found.
     ok(&env.call("Read", json!({"file_path": p})).await);
     std::fs::remove_file(&p).unwrap();
-    assert!(err(&env.call("Edit", json!({"file_path": p, "old_string": "one", "new_string": "1"})).await).contains("File not found"));
+    assert!(
+        err(&env.call("Edit", json!({"file_path": p, "old_string": "one", "new_string": "1"})).await)
+            .contains("File not found")
+    );
     // Deleted and recreated: the old read does not count.
     write(&p, "one\n");
     set_mtime(&p, 60);
-    assert!(err(&env.call("Edit", json!({"file_path": p, "old_string": "one", "new_string": "1"})).await).contains("must first read"));
+    assert!(
+        err(&env.call("Edit", json!({"file_path": p, "old_string": "one", "new_string": "1"})).await)
+            .contains("must first read")
+    );
 }
 
 /// Every file under `dir` with its content.
@@ -343,7 +390,8 @@ async fn escapes_neither_read_nor_touch_anything_outside() {
     }
     // New files outside through `..` or a symlinked directory.
     for path in [format!("{}/../new.txt", env.work.display()), env.p("linkdir/new.txt")] {
-        let r = env.call_with("Write", json!({"file_path": path, "content": "pwned"}), PermissionAnswer::AllowOnce).await;
+        let r =
+            env.call_with("Write", json!({"file_path": path, "content": "pwned"}), PermissionAnswer::AllowOnce).await;
         assert_ne!(r.state, ResultState::Success, "{path}: {r:?}");
     }
 
@@ -379,7 +427,10 @@ async fn glob_conformance() {
     let r = env.call("Glob", json!({"pattern": "**/*.{rs,py}", "path": env.p("src")})).await;
     assert_eq!(ok(&r), [env.p("src/x.rs"), env.p("src/new.py")].join("\n"));
     let nope = env.p("nope");
-    assert_eq!(err(&env.call("Glob", json!({"pattern": "*", "path": nope})).await), format!("Directory not found: {nope}"));
+    assert_eq!(
+        err(&env.call("Glob", json!({"pattern": "*", "path": nope})).await),
+        format!("Directory not found: {nope}")
+    );
     assert_eq!(ok(&env.call("Glob", json!({"pattern": "*.java"})).await), "No files found matching pattern: *.java");
     // An absolute pattern under the base searches there (the reference finds nothing).
     let abs = format!("{}/src/*.py", env.work.display());
@@ -390,7 +441,12 @@ async fn glob_conformance() {
     }
     let text = ok(&env.call("Glob", json!({"pattern": "many/*.txt"})).await);
     assert_eq!(text.lines().filter(|l| l.starts_with('/')).count(), 100);
-    assert!(text.ends_with("\n\n(Results are truncated: showing the first 100 of 120 matches. Use a more specific path or pattern.)"), "{text}");
+    assert!(
+        text.ends_with(
+            "\n\n(Results are truncated: showing the first 100 of 120 matches. Use a more specific path or pattern.)"
+        ),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -400,17 +456,31 @@ async fn grep_conformance() {
     write(env.work.join("b.txt"), "nothing\n");
     let a = env.p("a.txt");
     assert_eq!(ok(&env.call("Grep", json!({"pattern": "world"})).await), a);
-    assert_eq!(ok(&env.call("Grep", json!({"pattern": "world", "output_mode": "content"})).await), format!("{a}:1:hello world"));
+    assert_eq!(
+        ok(&env.call("Grep", json!({"pattern": "world", "output_mode": "content"})).await),
+        format!("{a}:1:hello world")
+    );
     assert_eq!(ok(&env.call("Grep", json!({"pattern": "world", "output_mode": "count"})).await), format!("{a}:1"));
     assert_eq!(
         ok(&env.call("Grep", json!({"pattern": "second", "output_mode": "content", "-B": 1})).await),
         format!("{a}-1-hello world\n{a}:2:second line")
     );
     // A single file: no path prefix.
-    assert_eq!(ok(&env.call("Grep", json!({"pattern": "second", "path": a, "output_mode": "content"})).await), "2:second line");
-    assert_eq!(ok(&env.call("Grep", json!({"pattern": "second", "path": a, "output_mode": "content", "n": false})).await), "second line");
+    assert_eq!(
+        ok(&env.call("Grep", json!({"pattern": "second", "path": a, "output_mode": "content"})).await),
+        "2:second line"
+    );
+    assert_eq!(
+        ok(&env.call("Grep", json!({"pattern": "second", "path": a, "output_mode": "content", "n": false})).await),
+        "second line"
+    );
     write(env.work.join("lines.txt"), "m1\nm2\nm3\nm4\n");
-    let r = env.call("Grep", json!({"pattern": "m", "path": env.p("lines.txt"), "output_mode": "content", "head_limit": 2, "offset": 1})).await;
+    let r = env
+        .call(
+            "Grep",
+            json!({"pattern": "m", "path": env.p("lines.txt"), "output_mode": "content", "head_limit": 2, "offset": 1}),
+        )
+        .await;
     assert_eq!(ok(&r), "2:m2\n3:m3\n\n[Showing results with pagination = limit: 2, offset: 1]");
     let r = env.call("Grep", json!({"pattern": "NOPE"})).await;
     assert_eq!(r.state, ResultState::Success);
@@ -430,7 +500,9 @@ fn rg() -> Option<&'static str> {
         return Some("rg");
     }
     if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("ripgrep (`rg`) is required for the Grep/Glob comparisons under CI=true; install it (apt-get install -y ripgrep)");
+        panic!(
+            "ripgrep (`rg`) is required for the Grep/Glob comparisons under CI=true; install it (apt-get install -y ripgrep)"
+        );
     }
     eprintln!("SKIPPED: `rg` is not installed; the Grep/Glob comparisons with ripgrep did not run");
     None
@@ -439,12 +511,34 @@ fn rg() -> Option<&'static str> {
 fn run_rg(args: &[&str], cwd: &Path) -> String {
     let out = Command::new("rg").args(args).current_dir(cwd).output().expect("running rg");
     assert!(out.status.code().is_some_and(|c| c <= 1), "rg {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("utf-8").lines().map(|l| l.trim_end_matches('\r')).collect::<Vec<_>>().join("\n")
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The argv the reference builds, minus the search path.
-const RG_BASE: &[&str] =
-    &["--hidden", "--glob", "!.git", "--glob", "!.svn", "--glob", "!.hg", "--glob", "!.bzr", "--glob", "!.jj", "--glob", "!.sl", "--max-columns", "500", "--sort", "path"];
+const RG_BASE: &[&str] = &[
+    "--hidden",
+    "--glob",
+    "!.git",
+    "--glob",
+    "!.svn",
+    "--glob",
+    "!.hg",
+    "--glob",
+    "!.bzr",
+    "--glob",
+    "!.jj",
+    "--glob",
+    "!.sl",
+    "--max-columns",
+    "500",
+    "--sort",
+    "path",
+];
 
 /// A tree with a git repo, ignored files, hidden files, a binary file,
 /// unicode and space names and a long line.
@@ -481,13 +575,31 @@ async fn grep_matches_ripgrep_output() {
         (json!({"pattern": "needle", "output_mode": "content", "head_limit": 0}), vec!["-n", "needle"]),
         (json!({"pattern": "needle", "output_mode": "content", "n": false, "head_limit": 0}), vec!["needle"]),
         (json!({"pattern": "needle", "output_mode": "count", "head_limit": 0}), vec!["-c", "needle"]),
-        (json!({"pattern": "needle", "output_mode": "content", "-C": 2, "head_limit": 0}), vec!["-n", "-C", "2", "needle"]),
-        (json!({"pattern": "needle", "output_mode": "content", "-A": 1, "-B": 3, "head_limit": 0}), vec!["-n", "-B", "3", "-A", "1", "needle"]),
-        (json!({"pattern": "needle", "i": true, "output_mode": "content", "head_limit": 0}), vec!["-i", "-n", "needle"]),
-        (json!({"pattern": "n[e]+dle\\s+\\w+", "output_mode": "content", "head_limit": 0}), vec!["-n", "n[e]+dle\\s+\\w+"]),
+        (
+            json!({"pattern": "needle", "output_mode": "content", "-C": 2, "head_limit": 0}),
+            vec!["-n", "-C", "2", "needle"],
+        ),
+        (
+            json!({"pattern": "needle", "output_mode": "content", "-A": 1, "-B": 3, "head_limit": 0}),
+            vec!["-n", "-B", "3", "-A", "1", "needle"],
+        ),
+        (
+            json!({"pattern": "needle", "i": true, "output_mode": "content", "head_limit": 0}),
+            vec!["-i", "-n", "needle"],
+        ),
+        (
+            json!({"pattern": "n[e]+dle\\s+\\w+", "output_mode": "content", "head_limit": 0}),
+            vec!["-n", "n[e]+dle\\s+\\w+"],
+        ),
         (json!({"pattern": "needle", "glob": "*.py", "head_limit": 0}), vec!["-l", "--glob", "*.py", "needle"]),
-        (json!({"pattern": "needle", "type": "rust", "output_mode": "content", "head_limit": 0}), vec!["-n", "--type", "rust", "needle"]),
-        (json!({"pattern": "ligne\\nNeedle", "multiline": true, "output_mode": "content", "head_limit": 0}), vec!["-U", "--multiline-dotall", "-n", "ligne\\nNeedle"]),
+        (
+            json!({"pattern": "needle", "type": "rust", "output_mode": "content", "head_limit": 0}),
+            vec!["-n", "--type", "rust", "needle"],
+        ),
+        (
+            json!({"pattern": "ligne\\nNeedle", "multiline": true, "output_mode": "content", "head_limit": 0}),
+            vec!["-U", "--multiline-dotall", "-n", "ligne\\nNeedle"],
+        ),
     ];
     for (input, args) in cases {
         let mut argv: Vec<&str> = RG_BASE.to_vec();
@@ -501,7 +613,8 @@ async fn grep_matches_ripgrep_output() {
     let file = env.p("src/main.rs");
     let mut argv: Vec<&str> = RG_BASE.to_vec();
     argv.extend(["-n", "-C", "1", "needle", &file]);
-    let got = ok(&env.call("Grep", json!({"pattern": "needle", "path": file, "output_mode": "content", "context": 1})).await);
+    let got =
+        ok(&env.call("Grep", json!({"pattern": "needle", "path": file, "output_mode": "content", "context": 1})).await);
     assert_eq!(got, run_rg(&argv, &env.work));
     // A relative path is shown as given.
     let got = ok(&env.call("Grep", json!({"pattern": "needle", "path": "src"})).await);
@@ -517,8 +630,11 @@ async fn glob_matches_rg_files_and_find() {
     generate_tree(&env.work);
     let work = env.work.display().to_string();
     // (`rg --glob '*'` would whitelist ignored files too: overrides beat ignore rules.)
-    for (pattern, rg_glob, find_name) in [("**/*.py", Some("*.py"), "*.py"), ("**/*.txt", Some("*.txt"), "*.txt"), ("**", None, "*")] {
-        let got: BTreeSet<String> = ok(&env.call("Glob", json!({"pattern": pattern})).await).lines().map(String::from).collect();
+    for (pattern, rg_glob, find_name) in
+        [("**/*.py", Some("*.py"), "*.py"), ("**/*.txt", Some("*.txt"), "*.txt"), ("**", None, "*")]
+    {
+        let got: BTreeSet<String> =
+            ok(&env.call("Glob", json!({"pattern": pattern})).await).lines().map(String::from).collect();
         let mut argv: Vec<&str> = RG_BASE.to_vec();
         argv.push("--files");
         if let Some(g) = rg_glob {
@@ -528,7 +644,22 @@ async fn glob_matches_rg_files_and_find() {
         let from_rg: BTreeSet<String> = run_rg(&argv, &env.work).lines().map(String::from).collect();
         assert_eq!(got, from_rg, "Glob {pattern} vs rg --files");
         let find = Command::new("find")
-            .args([&work, "-type", "f", "-name", find_name, "-not", "-path", "*/.git/*", "-not", "-path", "*/ignored/*", "-not", "-name", "*.log"])
+            .args([
+                &work,
+                "-type",
+                "f",
+                "-name",
+                find_name,
+                "-not",
+                "-path",
+                "*/.git/*",
+                "-not",
+                "-path",
+                "*/ignored/*",
+                "-not",
+                "-name",
+                "*.log",
+            ])
             .output()
             .expect("find");
         let from_find: BTreeSet<String> = String::from_utf8(find.stdout).unwrap().lines().map(String::from).collect();
@@ -572,7 +703,8 @@ async fn a_ten_megabyte_file_can_be_paged() {
     let page = ok(&env.call("Read", json!({"file_path": p, "offset": 199_999, "limit": 2000})).await);
     assert_eq!(page, format!("199999\tline 0199999 {z}\n200000\tline 0200000 {z}", z = "z".repeat(40)));
     // And the cached content is what Edit works on.
-    let r = env.call("Edit", json!({"file_path": p, "old_string": "line 0123456 ", "new_string": "LINE 0123456 "})).await;
+    let r =
+        env.call("Edit", json!({"file_path": p, "old_string": "line 0123456 ", "new_string": "LINE 0123456 "})).await;
     assert_eq!(ok(&r), format!("Successfully replaced 1 occurrence in {p}"));
     assert!(std::fs::read_to_string(&p).unwrap().contains("\nLINE 0123456 z"));
 }

@@ -60,7 +60,11 @@ async fn hostile_guests_fail_with_a_named_cause_and_the_host_keeps_serving() {
 
     let r = call(&host, "Flood", json!({}), PermissionAnswer::Deny).await;
     let t = r.text();
-    assert!(t.contains("output truncated") && t.contains("65536 bytes"), "the cut must be said: {}", &t[t.len().saturating_sub(200)..]);
+    assert!(
+        t.contains("output truncated") && t.contains("65536 bytes"),
+        "the cut must be said: {}",
+        &t[t.len().saturating_sub(200)..]
+    );
     assert!(t.len() < (64 << 10) + 300, "output must stop at the cap, got {} bytes", t.len());
     assert_still_serving(&host).await;
 }
@@ -124,12 +128,22 @@ async fn paths_outside_the_granted_roots_are_refused() {
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "top secret", "nothing outside was written");
 
     // Inside the granted root the same tool works.
-    let r = call(&host, "Escape", json!({"action": "read", "path": format!("{work}/inside.txt")}), PermissionAnswer::AllowOnce).await;
+    let r = call(
+        &host,
+        "Escape",
+        json!({"action": "read", "path": format!("{work}/inside.txt")}),
+        PermissionAnswer::AllowOnce,
+    )
+    .await;
     assert_eq!((r.state, r.text()), (ResultState::Success, "fine".to_string()));
 
     // Capabilities it declared but was not granted are stubs that say so.
     let r = call(&host, "Escape", json!({"action": "exec"}), PermissionAnswer::AllowOnce).await;
-    assert!(r.text().contains("exec is not granted to tool 'Escape'") && r.text().contains("--grant Escape=exec"), "{}", r.text());
+    assert!(
+        r.text().contains("exec is not granted to tool 'Escape'") && r.text().contains("--grant Escape=exec"),
+        "{}",
+        r.text()
+    );
     let r = call(&host, "Escape", json!({"action": "state"}), PermissionAnswer::AllowOnce).await;
     assert!(r.text().contains("state is not granted"), "{}", r.text());
 }
@@ -147,13 +161,21 @@ async fn bad_input_is_refused_before_any_guest_code_runs() {
     let r = call(&host, "Nope", json!({}), PermissionAnswer::AllowOnce).await;
     assert!(r.text().contains("The tool named 'Nope' doesn't exist"), "{}", r.text());
 
-    let r = host.call(CallRequest::new("Escape", "{\"action\": ")).finish(PermissionAnswer::AllowOnce).await.into_response();
+    let r = host
+        .call(CallRequest::new("Escape", "{\"action\": "))
+        .finish(PermissionAnswer::AllowOnce)
+        .await
+        .into_response();
     assert!(r.text().contains("is not valid JSON"), "{}", r.text());
 
     let bad = json!({"action": "write!", "path": target.display().to_string()});
     let r = call(&host, "Escape", bad, PermissionAnswer::AllowOnce).await;
     assert_eq!(r.state, ResultState::Error);
-    assert!(r.text().contains("Input validation failed for tool 'Escape'") && r.text().contains("/action"), "{}", r.text());
+    assert!(
+        r.text().contains("Input validation failed for tool 'Escape'") && r.text().contains("/action"),
+        "{}",
+        r.text()
+    );
     assert!(!target.exists(), "the tool must not have run");
 }
 
@@ -185,7 +207,8 @@ async fn broken_components_are_rejected_with_what_to_do() {
         (guest("echo"), "a tool named 'Echo' is already loaded"),
     ];
     for (path, expected) in cases {
-        let err = format!("{:#}", host.load_file(&path).await.expect_err(&format!("{} must be rejected", path.display())));
+        let err =
+            format!("{:#}", host.load_file(&path).await.expect_err(&format!("{} must be rejected", path.display())));
         assert!(err.contains(expected), "{}: {err}", path.display());
     }
     assert_still_serving(&host).await;
@@ -230,7 +253,13 @@ fn cli_runs_the_example_plugin_from_its_file_and_inspects_it() {
     let out = scratch.cli(&["inspect", &plugin]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
-    for expected in ["tool:          WordCount", "toolhost:tool@0.1.0", "fs-read $WORKDIRS", "toolhost:tool/backend@0.1.0", "sha256:"] {
+    for expected in [
+        "tool:          WordCount",
+        "toolhost:tool@0.1.0",
+        "fs-read $WORKDIRS",
+        "toolhost:tool/backend@0.1.0",
+        "sha256:",
+    ] {
         assert!(stdout.contains(expected), "missing {expected}: {stdout}");
     }
 }

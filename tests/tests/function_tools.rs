@@ -18,16 +18,27 @@ fn greet_runs_from_the_cli() {
     let scratch = Scratch::new();
     let greet = example("greet");
     let greet = greet.to_str().unwrap();
-    let out = scratch.cli(&["--no-builtins", "--plugin", greet, "--allow", "Greet", "call", "Greet", r#"{"name":"x"}"#]);
+    let out =
+        scratch.cli(&["--no-builtins", "--plugin", greet, "--allow", "Greet", "call", "Greet", r#"{"name":"x"}"#]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert_eq!(stdout.trim(), "Hello, x!");
 
-    let out = scratch.cli(&["--no-builtins", "--plugin", greet, "--allow", "Greet", "call", "Greet", r#"{"name":"x","times":2,"shout":true}"#]);
+    let out = scratch.cli(&[
+        "--no-builtins",
+        "--plugin",
+        greet,
+        "--allow",
+        "Greet",
+        "call",
+        "Greet",
+        r#"{"name":"x","times":2,"shout":true}"#,
+    ]);
     assert_eq!(text(&out).0.trim(), "HELLO, X!\nHELLO, X!");
 
     // The function's Err is the call's error.
-    let out = scratch.cli(&["--no-builtins", "--plugin", greet, "--allow", "Greet", "call", "Greet", r#"{"name":" "}"#]);
+    let out =
+        scratch.cli(&["--no-builtins", "--plugin", greet, "--allow", "Greet", "call", "Greet", r#"{"name":" "}"#]);
     assert!(!out.status.success());
     assert!(text(&out).0.contains("Error: the name is empty"), "{:?}", text(&out));
 
@@ -64,7 +75,10 @@ async fn greet_schema_and_metadata_come_from_the_function() {
     // The default permission check is AgentScope's non-immune ask.
     let ctx = host.permission_context("Greet", Mode::Default);
     let d = host.check("Greet", &json!({"name": "x"}), &ctx, &RuleSet::default()).await.unwrap();
-    assert_eq!((d.behavior, d.message.as_str(), d.bypass_immune), (Behavior::Ask, "Permission required for Greet", false));
+    assert_eq!(
+        (d.behavior, d.message.as_str(), d.bypass_immune),
+        (Behavior::Ask, "Permission required for Greet", false)
+    );
     assert_eq!(d.tool_check.as_ref().map(|v| v.message.as_str()), Some(FUNCTION_TOOL_ASK));
 }
 
@@ -115,8 +129,16 @@ async fn native_function_tools_go_through_the_whole_pipeline() {
     assert_eq!((r.state, r.text().as_str()), (ResultState::Error, "Error: negative numbers are not supported"));
 
     // Bypass allows, dont-ask and explore deny (it is not read-only).
-    for (mode, expected) in [(Mode::Bypass, ResultState::Success), (Mode::DontAsk, ResultState::Denied), (Mode::Explore, ResultState::Denied)] {
-        let r = host.call(CallRequest::new("Add", json!({"a": 1, "b": 1}).to_string()).mode(mode)).finish(PermissionAnswer::Deny).await.into_response();
+    for (mode, expected) in [
+        (Mode::Bypass, ResultState::Success),
+        (Mode::DontAsk, ResultState::Denied),
+        (Mode::Explore, ResultState::Denied),
+    ] {
+        let r = host
+            .call(CallRequest::new("Add", json!({"a": 1, "b": 1}).to_string()).mode(mode))
+            .finish(PermissionAnswer::Deny)
+            .await
+            .into_response();
         assert_eq!(r.state, expected, "{mode}");
     }
 
@@ -142,12 +164,23 @@ async fn native_function_tool_rules_are_tool_level_and_read_only_is_honoured() {
     assert_eq!(r.text(), "2");
 
     host.register_function(
-        FunctionTool::new("Now", "Says hello.", json!({"type": "object"}), |_v: serde_json::Value| async { Ok::<_, String>("hi") }).read_only(true),
+        FunctionTool::new("Now", "Says hello.", json!({"type": "object"}), |_v: serde_json::Value| async {
+            Ok::<_, String>("hi")
+        })
+        .read_only(true),
     )
     .unwrap();
-    let r = host.call(CallRequest::new("Now", "{}").mode(Mode::Explore)).finish(PermissionAnswer::Deny).await.into_response();
+    let r = host
+        .call(CallRequest::new("Now", "{}").mode(Mode::Explore))
+        .finish(PermissionAnswer::Deny)
+        .await
+        .into_response();
     assert_eq!((r.state, r.text().as_str()), (ResultState::Success, "hi"));
 
-    let err = host.register_function(FunctionTool::new("Bad", "x", json!({"type": "array"}), |_v: serde_json::Value| async { Ok::<_, String>("") })).unwrap_err();
+    let err = host
+        .register_function(FunctionTool::new("Bad", "x", json!({"type": "array"}), |_v: serde_json::Value| async {
+            Ok::<_, String>("")
+        }))
+        .unwrap_err();
     assert!(err.to_string().contains("must have \"type\": \"object\""), "{err}");
 }

@@ -22,9 +22,7 @@ fn guest_library_unit_tests_pass() {
         .collect();
     assert!(libs.iter().any(|l| l == "bash-analysis"), "found {libs:?}");
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(root.join("guest-tools"))
-        .args(["test", "--target-dir"])
-        .arg(root.join("target/guest-native"));
+    cmd.current_dir(root.join("guest-tools")).args(["test", "--target-dir"]).arg(root.join("target/guest-native"));
     for lib in &libs {
         cmd.args(["-p", lib]);
     }

@@ -53,7 +53,8 @@ async fn chain_order_is_outer_pre_inner_pre_call_inner_post_outer_post() {
     assert_eq!(host.middleware_for("Echo"), ["mw-mark-a", "mw-mark-b"]);
 
     // "*" layers wrap the tool's own; the reverse order reverses the nesting.
-    let host = host_with(&scratch, &["mw-mark-a", "mw-mark-b"], &[("*", &["mw-mark-b"]), ("Echo", &["mw-mark-a"])]).await;
+    let host =
+        host_with(&scratch, &["mw-mark-a", "mw-mark-b"], &[("*", &["mw-mark-b"]), ("Echo", &["mw-mark-a"])]).await;
     assert_eq!(echo(&host, "x").await.text(), "<b><a>x</a></b>");
     // Other tools only get the "*" layer.
     let r = call(&host, "InputEcho", json!({"text": "t"}), PermissionAnswer::Deny).await;
@@ -69,7 +70,13 @@ impl NativeMiddleware for NativeMark {
         "native-mark"
     }
 
-    async fn on_tool_call(&self, tool: &ToolInfo, input: String, next: Next, out: &mut MiddlewareOutput) -> Result<(), ToolError> {
+    async fn on_tool_call(
+        &self,
+        tool: &ToolInfo,
+        input: String,
+        next: Next,
+        out: &mut MiddlewareOutput,
+    ) -> Result<(), ToolError> {
         assert_eq!(tool.name, "Echo");
         out.emit(Chunk::text("[n", ResultState::Running)).await;
         let mut inner = next.run(input)?;
@@ -146,7 +153,11 @@ async fn next_run_revalidates_rewritten_input() {
     let host = host_with(&scratch, &["mw-bad-input"], &[("Echo", &["mw-bad-input"])]).await;
     let r = echo(&host, "fine").await;
     assert_eq!(r.state, ResultState::Error);
-    assert!(r.text().contains("refused: Input validation failed for tool 'Echo'") && r.text().contains("/text"), "{}", r.text());
+    assert!(
+        r.text().contains("refused: Input validation failed for tool 'Echo'") && r.text().contains("/text"),
+        "{}",
+        r.text()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -215,7 +226,10 @@ async fn chunks_stream_through_middleware_as_they_are_produced() {
     assert_eq!(texts, "chunk 1\nchunk 2\nchunk 3\n");
     let (first, end) = (first_chunk.unwrap(), finished.unwrap());
     assert!(end >= Duration::from_millis(800), "{end:?}");
-    assert!(end - first >= Duration::from_millis(600), "the first chunk came at {first:?}, the end at {end:?}: not streamed");
+    assert!(
+        end - first >= Duration::from_millis(600),
+        "the first chunk came at {first:?}, the end at {end:?}: not streamed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,7 +280,11 @@ async fn a_spinning_tool_under_middleware_is_blamed_on_the_tool() {
     let host = scratch.host(s).await;
     let r = call(&host, "Spin", json!({}), PermissionAnswer::Deny).await;
     assert_eq!(r.state, ResultState::Error);
-    assert!(r.text().contains("exceeded its time limit of 1000 ms") && !r.text().contains("middleware"), "{}", r.text());
+    assert!(
+        r.text().contains("exceeded its time limit of 1000 ms") && !r.text().contains("middleware"),
+        "{}",
+        r.text()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -44,9 +44,23 @@ fn check_batch_answers_every_line_in_order_in_the_documented_shape() {
     let keys: Vec<&str> = answers[0].as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         keys,
-        ["id", "behavior", "bypass_immune", "source", "rule", "message", "reason", "read_only", "tool_check", "suggested_rules"]
+        [
+            "id",
+            "behavior",
+            "bypass_immune",
+            "source",
+            "rule",
+            "message",
+            "reason",
+            "read_only",
+            "tool_check",
+            "suggested_rules"
+        ]
     );
-    assert_eq!((answers[0]["id"].clone(), answers[0]["behavior"].clone(), answers[0]["source"].clone()), (json!(1), json!("allow"), json!("read_only")));
+    assert_eq!(
+        (answers[0]["id"].clone(), answers[0]["behavior"].clone(), answers[0]["source"].clone()),
+        (json!(1), json!("allow"), json!("read_only"))
+    );
 
     assert!(answers[1]["error"].is_string(), "a bad line gets an error line: {}", answers[1]);
     assert_eq!(answers[2]["id"], "x");
@@ -68,7 +82,10 @@ fn check_explains_a_decision_and_bad_settings_are_refused() {
     let out = scratch.cli(&["--allow", "Bash(git:*)", "check", "Bash", r#"{"command":"git commit -m x"}"#, "--json"]);
     let (stdout, stderr) = text(&out);
     let d: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
-    assert_eq!((d["behavior"].clone(), d["source"].clone(), d["rule"].clone()), (json!("allow"), json!("allow_rule"), json!("Bash(git:*)")));
+    assert_eq!(
+        (d["behavior"].clone(), d["source"].clone(), d["rule"].clone()),
+        (json!("allow"), json!("allow_rule"), json!("Bash(git:*)"))
+    );
 
     let out = scratch.cli(&["check", "Bash", r#"{"command":"rm -rf ~"}"#]);
     let (stdout, _) = text(&out);

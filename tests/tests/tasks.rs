@@ -13,7 +13,8 @@ use toolhost::state::AgentState;
 use toolhost::{CallRequest, ExternalResult, Outcome, PermissionAnswer, Toolhost};
 use toolhost_e2e::{Scratch, call, root, text};
 
-const HINT: &str = "\n\nTask completed. Call TaskList now to find your next available task or see if your work unblocked others.";
+const HINT: &str =
+    "\n\nTask completed. Call TaskList now to find your next available task or see if your work unblocked others.";
 
 async fn host(scratch: &Scratch) -> Toolhost {
     scratch.host(scratch.settings()).await
@@ -60,10 +61,22 @@ async fn a_task_lifecycle_with_dependencies() {
 
     assert_eq!(ok(&run(&host, &s, "TaskList", json!({})).await), "No tasks available.");
     for (i, subject) in ["Design", "Build", "Ship"].iter().enumerate() {
-        let r = run(&host, &s, "TaskCreate", json!({"subject": subject, "description": format!("{subject} it"), "metadata": null})).await;
+        let r = run(
+            &host,
+            &s,
+            "TaskCreate",
+            json!({"subject": subject, "description": format!("{subject} it"), "metadata": null}),
+        )
+        .await;
         assert_eq!(ok(&r), format!("Task (id={}) created successfully: {subject}", i + 1));
     }
-    let r = run(&host, &s, "TaskCreate", json!({"subject": "Docs", "description": "", "metadata": {"priority": "high", "n": 1.0, "x": null}})).await;
+    let r = run(
+        &host,
+        &s,
+        "TaskCreate",
+        json!({"subject": "Docs", "description": "", "metadata": {"priority": "high", "n": 1.0, "x": null}}),
+    )
+    .await;
     assert_eq!(ok(&r), "Task (id=4) created successfully: Docs");
 
     // Ship waits for Design and Build.
@@ -106,10 +119,22 @@ async fn a_task_lifecycle_with_dependencies() {
     );
 
     // Finish Design, drop Build: Ship is unblocked.
-    assert_eq!(ok(&run(&host, &s, "TaskUpdate", json!({"task_id": "1", "status": "completed"})).await), format!("Update task (id=1) status.{HINT}"));
-    assert_eq!(ok(&run(&host, &s, "TaskUpdate", json!({"task_id": "2", "status": "deleted"})).await), "Task (id=2) has been deleted.");
     assert_eq!(
-        ok(&run(&host, &s, "TaskUpdate", json!({"task_id": "3", "status": "in_progress", "owner": "me", "subject": ""})).await),
+        ok(&run(&host, &s, "TaskUpdate", json!({"task_id": "1", "status": "completed"})).await),
+        format!("Update task (id=1) status.{HINT}")
+    );
+    assert_eq!(
+        ok(&run(&host, &s, "TaskUpdate", json!({"task_id": "2", "status": "deleted"})).await),
+        "Task (id=2) has been deleted."
+    );
+    assert_eq!(
+        ok(&run(
+            &host,
+            &s,
+            "TaskUpdate",
+            json!({"task_id": "3", "status": "in_progress", "owner": "me", "subject": ""})
+        )
+        .await),
         "Update task (id=3) status, owner."
     );
     assert_eq!(
@@ -120,12 +145,17 @@ async fn a_task_lifecycle_with_dependencies() {
     assert_eq!(ok(&r), format!("Update task (id=3) status, metadata.{HINT}"));
     assert_eq!(
         ok(&run(&host, &s, "TaskUpdate", json!({"task_id": "3"})).await),
-        format!("No updates were made to the task (id=3). Make sure you provided at least one field to update and the values are correct.{HINT}")
+        format!(
+            "No updates were made to the task (id=3). Make sure you provided at least one field to update and the values are correct.{HINT}"
+        )
     );
 
     // Deleting the highest id frees it.
     ok(&run(&host, &s, "TaskUpdate", json!({"task_id": "4", "status": "deleted"})).await);
-    assert_eq!(ok(&run(&host, &s, "TaskCreate", json!({"subject": "Again", "description": "d"})).await), "Task (id=4) created successfully: Again");
+    assert_eq!(
+        ok(&run(&host, &s, "TaskCreate", json!({"subject": "Again", "description": "d"})).await),
+        "Task (id=4) created successfully: Again"
+    );
 
     // What is stored: the reference's shape, UTC timestamps.
     let stored = s.get("tasks").expect("tasks are stored");
@@ -172,7 +202,10 @@ async fn a_task_tool_without_the_state_grant_says_so() {
     let r = call(&host, "TaskCreate", json!({"subject": "s", "description": "d"}), PermissionAnswer::Deny).await;
     let e = err(&r);
     assert!(e.starts_with("CreateTaskError: the task list could not be saved in the agent state: "), "{e}");
-    assert!(e.contains("denied: state is not granted to tool 'TaskCreate'") && e.contains("--grant TaskCreate=state"), "the missing capability is named: {e}");
+    assert!(
+        e.contains("denied: state is not granted to tool 'TaskCreate'") && e.contains("--grant TaskCreate=state"),
+        "the missing capability is named: {e}"
+    );
     assert_eq!(host.state().get("tasks"), None);
 }
 
@@ -182,7 +215,11 @@ async fn a_corrupt_task_list_is_reported_and_left_alone() {
     let host = host(&scratch).await;
     let s = Arc::new(AgentState::new());
     s.set("tasks", json!({"not": "a list"}));
-    for (tool, input) in [("TaskList", json!({})), ("TaskGet", json!({"task_id": "1"})), ("TaskUpdate", json!({"task_id": "1", "owner": "x"}))] {
+    for (tool, input) in [
+        ("TaskList", json!({})),
+        ("TaskGet", json!({"task_id": "1"})),
+        ("TaskUpdate", json!({"task_id": "1", "owner": "x"})),
+    ] {
         let e = err(&run(&host, &s, tool, input).await);
         assert!(
             e.starts_with("TaskStateError: the task list stored in the agent state (key \"tasks\") is not valid: "),
@@ -206,14 +243,17 @@ async fn parallel_creates_in_one_session_lose_nothing() {
     let calls: Vec<_> = (0..8)
         .map(|i| {
             let (host, s) = (host.clone(), s.clone());
-            tokio::spawn(async move { run(&host, &s, "TaskCreate", json!({"subject": format!("t{i}"), "description": ""})).await })
+            tokio::spawn(async move {
+                run(&host, &s, "TaskCreate", json!({"subject": format!("t{i}"), "description": ""})).await
+            })
         })
         .collect();
     for c in calls {
         ok(&c.await.unwrap());
     }
     let stored = s.get("tasks").unwrap();
-    let mut ids: Vec<u32> = stored.as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().parse().unwrap()).collect();
+    let mut ids: Vec<u32> =
+        stored.as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().parse().unwrap()).collect();
     ids.sort();
     assert_eq!(ids, (1..=8).collect::<Vec<_>>(), "{stored:#}");
 }
@@ -223,14 +263,26 @@ async fn parallel_creates_in_one_session_lose_nothing() {
 #[test]
 fn cli_session_keeps_tasks_across_processes() {
     let scratch = Scratch::new();
-    let out = scratch.cli(&["call", "--session", "proj", "TaskCreate", r#"{"subject": "Write docs", "description": "the tasks section"}"#]);
+    let out = scratch.cli(&[
+        "call",
+        "--session",
+        "proj",
+        "TaskCreate",
+        r#"{"subject": "Write docs", "description": "the tasks section"}"#,
+    ]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert_eq!(stdout.trim_end(), "Task (id=1) created successfully: Write docs");
 
     let out = scratch.cli(&["call", "--session", "proj", "TaskCreate", r#"{"subject": "Review", "description": ""}"#]);
     assert!(out.status.success(), "{:?}", text(&out));
-    let out = scratch.cli(&["call", "--session", "proj", "TaskUpdate", r#"{"task_id": "2", "add_blocked_by": ["1"], "owner": "ana"}"#]);
+    let out = scratch.cli(&[
+        "call",
+        "--session",
+        "proj",
+        "TaskUpdate",
+        r#"{"task_id": "2", "add_blocked_by": ["1"], "owner": "ana"}"#,
+    ]);
     assert_eq!(text(&out).0.trim_end(), "Update task (id=2) add_blocked_by, owner.");
 
     // A new process sees the list.
@@ -278,7 +330,10 @@ fn cli_reports_a_corrupt_session_file() {
     let out = scratch.cli(&["call", "--session", "odd", "TaskCreate", r#"{"subject": "s", "description": "d"}"#]);
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("CreateTaskError: the task list stored in the agent state (key \"tasks\") is not valid"), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("CreateTaskError: the task list stored in the agent state (key \"tasks\") is not valid"),
+        "{stdout}\n{stderr}"
+    );
     let saved: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     assert_eq!(saved["values"]["tasks"], odd["values"]["tasks"], "not overwritten");
 }
@@ -308,8 +363,13 @@ async fn ask_user_round_trip_through_external_execution() {
     let scratch = Scratch::new();
     let host = host(&scratch).await;
     for mode in [Mode::Default, Mode::Explore, Mode::DontAsk] {
-        let outcome = host.call(CallRequest::new("AskUser", questions().to_string()).mode(mode)).finish(PermissionAnswer::Deny).await;
-        let Outcome::External(ext) = outcome else { panic!("{mode:?}: AskUser must stop for external execution: {outcome:?}") };
+        let outcome = host
+            .call(CallRequest::new("AskUser", questions().to_string()).mode(mode))
+            .finish(PermissionAnswer::Deny)
+            .await;
+        let Outcome::External(ext) = outcome else {
+            panic!("{mode:?}: AskUser must stop for external execution: {outcome:?}")
+        };
         assert_eq!(ext.kind, "REQUIRE_EXTERNAL_EXECUTION");
         assert_eq!(ext.tool, "AskUser");
         assert_eq!(ext.input, questions());
@@ -327,7 +387,11 @@ async fn ask_user_round_trip_through_external_execution() {
         assert_eq!(serde_json::Value::Object(r.metadata.clone()), answers());
 
         // Metadata that does not follow AskUserMetadata is refused.
-        for bad in [json!({"answers": [{"selected": ["SQLite"]}]}), json!({"answers": [{"question": "q", "selected": "SQLite"}]}), json!({})] {
+        for bad in [
+            json!({"answers": [{"selected": ["SQLite"]}]}),
+            json!({"answers": [{"question": "q", "selected": "SQLite"}]}),
+            json!({}),
+        ] {
             let result = ExternalResult { output: "x".into(), state: None, metadata: bad.as_object().unwrap().clone() };
             let e = host.complete_external(&ext, result).expect_err("invalid metadata is refused");
             assert!(format!("{e:#}").contains("does not match its schema"), "{e:#}");
@@ -399,7 +463,14 @@ fn ask_user_round_trip_through_the_cli() {
     std::fs::write(&event_file, stdout.trim()).unwrap();
     let result_file = scratch.outside("result.json");
     std::fs::write(&result_file, json!({"output": "SQLite, export only", "metadata": answers()}).to_string()).unwrap();
-    let out = scratch.cli(&["resume", "--json", "--event", event_file.to_str().unwrap(), "--result", result_file.to_str().unwrap()]);
+    let out = scratch.cli(&[
+        "resume",
+        "--json",
+        "--event",
+        event_file.to_str().unwrap(),
+        "--result",
+        result_file.to_str().unwrap(),
+    ]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     let response: Value = serde_json::from_str(stdout.trim()).expect("the response as JSON");
@@ -407,8 +478,10 @@ fn ask_user_round_trip_through_the_cli() {
     assert_eq!(response["metadata"], answers());
 
     // A result whose metadata breaks the schema is refused.
-    std::fs::write(&result_file, json!({"output": "x", "metadata": {"answers": [{"selected": []}]}}).to_string()).unwrap();
-    let out = scratch.cli(&["resume", "--event", event_file.to_str().unwrap(), "--result", result_file.to_str().unwrap()]);
+    std::fs::write(&result_file, json!({"output": "x", "metadata": {"answers": [{"selected": []}]}}).to_string())
+        .unwrap();
+    let out =
+        scratch.cli(&["resume", "--event", event_file.to_str().unwrap(), "--result", result_file.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(text(&out).1.contains("does not match its schema"), "{:?}", text(&out));
 

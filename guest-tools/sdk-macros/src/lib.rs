@@ -110,7 +110,12 @@ const SUPPORTED: &str = "use String, an integer type, f32/f64, bool, Vec<T>, Opt
 
 /// The JSON Schema of a parameter type, and whether it is optional.
 fn schema_of(ty: &Type) -> syn::Result<(Value, bool)> {
-    let unsupported = || syn::Error::new(ty.span(), format!("unsupported parameter type `{}`: {SUPPORTED}", quote!(#ty).to_string().replace(' ', "")));
+    let unsupported = || {
+        syn::Error::new(
+            ty.span(),
+            format!("unsupported parameter type `{}`: {SUPPORTED}", quote!(#ty).to_string().replace(' ', "")),
+        )
+    };
     let (name, inner) = segment(ty).ok_or_else(unsupported)?;
     let schema = match (name.as_str(), inner) {
         ("String", None) => json!({"type": "string"}),
@@ -122,7 +127,10 @@ fn schema_of(ty: &Type) -> syn::Result<(Value, bool)> {
         ("Vec", Some(item)) => {
             let (items, optional) = schema_of(item)?;
             if optional {
-                return Err(syn::Error::new(item.span(), "Vec<Option<T>> is not supported: use Vec<T> (or serde_json::Value)"));
+                return Err(syn::Error::new(
+                    item.span(),
+                    "Vec<Option<T>> is not supported: use Vec<T> (or serde_json::Value)",
+                ));
             }
             json!({"type": "array", "items": items})
         }
@@ -141,7 +149,12 @@ fn schema_of(ty: &Type) -> syn::Result<(Value, bool)> {
 /// A `#[default = ...]` value as JSON: a literal number, string or bool
 /// (a leading `-` allowed), or an array of those.
 fn default_json(expr: &Expr) -> syn::Result<Value> {
-    let bad = || syn::Error::new(expr.span(), "#[default = ...] takes a literal: a number, a string, a bool, or an array of them");
+    let bad = || {
+        syn::Error::new(
+            expr.span(),
+            "#[default = ...] takes a literal: a number, a string, a bool, or an array of them",
+        )
+    };
     match expr {
         Expr::Lit(ExprLit { lit, .. }) => match lit {
             Lit::Str(s) => Ok(Value::String(s.value())),
@@ -165,10 +178,16 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     let mut func: ItemFn = syn::parse2(item)?;
     let sig = &func.sig;
     if let Some(a) = &sig.asyncness {
-        return Err(syn::Error::new(a.span(), "a tool function cannot be `async`: tools run synchronously inside their component; make it a plain `fn`"));
+        return Err(syn::Error::new(
+            a.span(),
+            "a tool function cannot be `async`: tools run synchronously inside their component; make it a plain `fn`",
+        ));
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        return Err(syn::Error::new(sig.generics.span(), "a tool function cannot be generic: its input schema must be known; use concrete parameter types"));
+        return Err(syn::Error::new(
+            sig.generics.span(),
+            "a tool function cannot be generic: its input schema must be known; use concrete parameter types",
+        ));
     }
     if let Some(v) = &sig.variadic {
         return Err(syn::Error::new(v.span(), "a tool function cannot be variadic"));
@@ -181,7 +200,9 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     if description.is_empty() {
         return Err(syn::Error::new(
             fn_name.span(),
-            format!("add a doc comment (`/// What it does.`) to `{fn_name}`: it is the tool's description for the model (or set #[tool(description = \"...\")])"),
+            format!(
+                "add a doc comment (`/// What it does.`) to `{fn_name}`: it is the tool's description for the model (or set #[tool(description = \"...\")])"
+            ),
         ));
     }
     let tool_name = options.name.as_ref().map(LitStr::value).unwrap_or_else(|| pascal_case(&fn_name.to_string()));
@@ -193,17 +214,26 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     for input in func.sig.inputs.iter_mut() {
         let arg = match input {
             FnArg::Receiver(r) => {
-                return Err(syn::Error::new(r.span(), "a tool function cannot take `self`: make it a free function (outside any `impl`)"));
+                return Err(syn::Error::new(
+                    r.span(),
+                    "a tool function cannot take `self`: make it a free function (outside any `impl`)",
+                ));
             }
             FnArg::Typed(arg) => arg,
         };
         let Pat::Ident(ident) = &*arg.pat else {
-            return Err(syn::Error::new(arg.pat.span(), "tool function parameters must be plain names (`name: Type`): each is a field of the input"));
+            return Err(syn::Error::new(
+                arg.pat.span(),
+                "tool function parameters must be plain names (`name: Type`): each is a field of the input",
+            ));
         };
         let param = ident.ident.clone();
         let key = param.to_string().trim_start_matches("r#").to_string();
         if key.starts_with('_') {
-            return Err(syn::Error::new(param.span(), "a tool parameter name cannot start with `_`: it is a field name of the input the model fills in"));
+            return Err(syn::Error::new(
+                param.span(),
+                "a tool parameter name cannot start with `_`: it is a field name of the input the model fills in",
+            ));
         }
         // Take the parameter's own attributes: its doc and its default.
         let mut default = None;
@@ -215,7 +245,10 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             }
             if a.path().is_ident("default") {
                 let syn::Meta::NameValue(nv) = &a.meta else {
-                    return Err(syn::Error::new(a.span(), "write the default as #[default = value], e.g. #[default = 1]"));
+                    return Err(syn::Error::new(
+                        a.span(),
+                        "write the default as #[default = value], e.g. #[default = 1]",
+                    ));
                 };
                 default = Some(default_json(&nv.value)?);
                 continue;
@@ -256,7 +289,10 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             let value: Value = serde_json::from_str(&text.value())
                 .map_err(|e| syn::Error::new(text.span(), format!("#[tool(schema = ...)] is not JSON: {e}")))?;
             if value.get("type").and_then(Value::as_str) != Some("object") {
-                return Err(syn::Error::new(text.span(), "#[tool(schema = ...)] must be a JSON Schema with \"type\": \"object\""));
+                return Err(syn::Error::new(
+                    text.span(),
+                    "#[tool(schema = ...)] must be a JSON Schema with \"type\": \"object\"",
+                ));
             }
             value.to_string()
         }
@@ -352,7 +388,11 @@ mod tests {
 
     #[test]
     fn options_override_name_and_schema() {
-        let out = expand_str("name = \"Hi\", schema = \"{\\\"type\\\":\\\"object\\\"}\", read_only", "/// d\nfn f(a: std::path::PathBuf) {}").unwrap();
+        let out = expand_str(
+            "name = \"Hi\", schema = \"{\\\"type\\\":\\\"object\\\"}\", read_only",
+            "/// d\nfn f(a: std::path::PathBuf) {}",
+        )
+        .unwrap();
         assert!(out.contains("\"Hi\""), "{out}");
         assert!(out.contains("read_only (true)"), "{out}");
     }

@@ -4,7 +4,8 @@ use crate::bindings::toolhost::tool::types::{PermissionContext, PermissionDecisi
 use crate::{Context, Output, PermissionBehavior, PermissionRule, Tool, ToolError, ToolMetadata};
 
 fn parse<T: Tool>(input: &str) -> Result<T::Input, ToolError> {
-    serde_json::from_str(input).map_err(|e| ToolError::InvalidInput(format!("input does not fit the tool's schema: {e}")))
+    serde_json::from_str(input)
+        .map_err(|e| ToolError::InvalidInput(format!("input does not fit the tool's schema: {e}")))
 }
 
 thread_local! {
@@ -58,7 +59,12 @@ pub fn check_permissions<T: Tool>(input: &str, ctx: PermissionContext) -> Permis
     }
 }
 
-pub fn match_rule<T: Tool>(behavior: PermissionBehavior, contents: &[String], input: &str, ctx: PermissionContext) -> Option<u32> {
+pub fn match_rule<T: Tool>(
+    behavior: PermissionBehavior,
+    contents: &[String],
+    input: &str,
+    ctx: PermissionContext,
+) -> Option<u32> {
     let input = parse::<T>(input).ok()?;
     T::match_rules(behavior, contents, &input, &context(ctx))
 }

@@ -18,9 +18,11 @@ pub fn arg<T: DeserializeOwned>(input: &Value, name: &str, default: Option<&str>
             serde_json::from_value(v.clone()).map_err(|e| ToolError::InvalidInput(format!("parameter `{name}`: {e}")))
         }
         _ => match default {
-            Some(text) => serde_json::from_str(text)
-                .map_err(|e| ToolError::Internal(format!("the default of parameter `{name}` ({text}) does not fit its type: {e}"))),
-            None => serde_json::from_value(Value::Null).map_err(|_| ToolError::InvalidInput(format!("missing required parameter `{name}`"))),
+            Some(text) => serde_json::from_str(text).map_err(|e| {
+                ToolError::Internal(format!("the default of parameter `{name}` ({text}) does not fit its type: {e}"))
+            }),
+            None => serde_json::from_value(Value::Null)
+                .map_err(|_| ToolError::InvalidInput(format!("missing required parameter `{name}`"))),
         },
     }
 }

@@ -87,8 +87,8 @@ pub use spec::ToolSpec;
 pub use toolhost_sdk_macros::tool;
 
 pub use bindings::toolhost::tool::types::{
-    Capabilities, Chunk, ContentBlock, DataBlock, PermissionBehavior, PermissionMode, PermissionRule, ResultState, ToolError,
-    ToolMetadata,
+    Capabilities, Chunk, ContentBlock, DataBlock, PermissionBehavior, PermissionMode, PermissionRule, ResultState,
+    ToolError, ToolMetadata,
 };
 
 /// Filesystem and process operations of the active backend, as far as the
@@ -246,7 +246,11 @@ impl Output {
     /// Sends binary data (an image, a PDF) for the model.
     pub fn data(&mut self, media_type: &str, data: Vec<u8>, name: Option<String>) -> bool {
         let block = DataBlock { id: None, media_type: media_type.to_string(), data, name };
-        self.emit(Chunk { content: vec![ContentBlock::Data(block)], state: ResultState::Running, metadata: String::new() })
+        self.emit(Chunk {
+            content: vec![ContentBlock::Data(block)],
+            state: ResultState::Running,
+            metadata: String::new(),
+        })
     }
 }
 
@@ -294,7 +298,12 @@ pub trait Tool {
     /// The index of the first matching rule; defaults to trying
     /// [`Tool::match_rule`] on each. Override for rules that must be judged
     /// together (Bash covers a compound command with several allow rules).
-    fn match_rules(behavior: PermissionBehavior, contents: &[String], input: &Self::Input, ctx: &Context) -> Option<u32> {
+    fn match_rules(
+        behavior: PermissionBehavior,
+        contents: &[String],
+        input: &Self::Input,
+        ctx: &Context,
+    ) -> Option<u32> {
         contents.iter().position(|c| Self::match_rule(behavior, c, input, ctx)).and_then(|i| u32::try_from(i).ok())
     }
 

@@ -137,7 +137,11 @@ pub fn metadata_chunk(metadata: &serde_json::Value) -> Chunk {
 }
 
 #[doc(hidden)]
-pub fn __on_tool_call<M: Middleware>(tool: ToolMetadata, input: String, next: &chain::NextHandler) -> Result<(), ToolError> {
+pub fn __on_tool_call<M: Middleware>(
+    tool: ToolMetadata,
+    input: String,
+    next: &chain::NextHandler,
+) -> Result<(), ToolError> {
     let mut out = Output::new();
     M::on_tool_call(&tool, input, &Next { handler: next }, &mut out)
 }

@@ -42,7 +42,12 @@ impl ToolSpec {
             state_injected: false,
             mcp_origin: None,
             result_metadata_schema: None,
-            capabilities: Capabilities { fs_read: Vec::new(), fs_write: Vec::new(), process_exec: false, network: false },
+            capabilities: Capabilities {
+                fs_read: Vec::new(),
+                fs_write: Vec::new(),
+                process_exec: false,
+                network: false,
+            },
         }
     }
 

@@ -51,8 +51,8 @@ use cap_std::fs::{Dir, MetadataExt as _, OpenOptions};
 
 use super::scope::{Access, normalize_lexically};
 use super::{
-    Backend, BackendError, DirEntry, EntryKind, ExecRequest, FileStat, FsScope, OsFamily, Process,
-    SearchFile, SearchRequest, WalkOptions,
+    Backend, BackendError, DirEntry, EntryKind, ExecRequest, FileStat, FsScope, OsFamily, Process, SearchFile,
+    SearchRequest, WalkOptions,
 };
 
 /// Per-stream output cap applied when an [`ExecRequest`] asks for 0 bytes
@@ -101,11 +101,7 @@ impl LocalBackend {
             return self.cwd.display().to_string();
         }
         let p = Path::new(path);
-        if p.is_absolute() {
-            path.to_string()
-        } else {
-            self.cwd.join(p).display().to_string()
-        }
+        if p.is_absolute() { path.to_string() } else { self.cwd.join(p).display().to_string() }
     }
 
     /// The opened `Dir` of a granted root (cached; reopened if the directory
@@ -130,10 +126,7 @@ impl LocalBackend {
             return Ok(dir.clone());
         }
         let dir = Dir::open_ambient_dir(root, ambient_authority()).map_err(|e| {
-            BackendError::Io(format!(
-                "cannot open granted root {} as a directory: {e}",
-                root.display()
-            ))
+            BackendError::Io(format!("cannot open granted root {} as a directory: {e}", root.display()))
         })?;
         let dir = Arc::new(dir);
         cache.insert(root.to_path_buf(), dir.clone());
@@ -172,11 +165,7 @@ impl LocalBackend {
                 };
                 let dir2 = self.root_dir(&root2.path)?;
                 op(&dir2, &dot_if_empty(&rel2)).map_err(|e| {
-                    if is_escape(&e) {
-                        escape_denied(scope, &abs, Some(&real), access)
-                    } else {
-                        map_io(e, what, &abs)
-                    }
+                    if is_escape(&e) { escape_denied(scope, &abs, Some(&real), access) } else { map_io(e, what, &abs) }
                 })
             }
             Err(e) => Err(map_io(e, what, &abs)),
@@ -205,21 +194,15 @@ impl LocalBackend {
     fn walk_start(&self, scope: &FsScope, root: &str) -> Result<(PathBuf, Option<(PathBuf, PathBuf)>), BackendError> {
         let abs = self.absolute(root);
         // cap-std resolution: refuses escapes, reports a missing start.
-        self.run(scope, &abs, Access::Read, true, "walk", |d, r| {
-            d.metadata(r)
-        })?;
+        self.run(scope, &abs, Access::Read, true, "walk", |d, r| d.metadata(r))?;
         let lexical = normalize_lexically(Path::new(&abs));
         let real = std::fs::canonicalize(&lexical).map_err(|e| map_io(e, "walk", &abs))?;
-        let inside = real
-            .to_str()
-            .is_some_and(|s| scope.locate(s, Access::Read).is_ok())
+        let inside = real.to_str().is_some_and(|s| scope.locate(s, Access::Read).is_ok())
             || Self::real_roots(scope).iter().any(|r| real.starts_with(r));
         if !inside {
             return Err(escape_denied(scope, &abs, Some(&real), Access::Read));
         }
-        let is_link = std::fs::symlink_metadata(&lexical)
-            .map(|m| m.is_symlink())
-            .unwrap_or(false);
+        let is_link = std::fs::symlink_metadata(&lexical).map(|m| m.is_symlink()).unwrap_or(false);
         Ok(if is_link { (real.clone(), Some((real, lexical))) } else { (lexical, None) })
     }
 }
@@ -239,11 +222,7 @@ fn under_given(path: &str, alias: Option<&(PathBuf, PathBuf)>) -> String {
 #[async_trait]
 impl Backend for LocalBackend {
     fn os(&self) -> OsFamily {
-        if cfg!(windows) {
-            OsFamily::Windows
-        } else {
-            OsFamily::Posix
-        }
+        if cfg!(windows) { OsFamily::Windows } else { OsFamily::Posix }
     }
 
     fn cwd(&self) -> String {
@@ -258,21 +237,12 @@ impl Backend for LocalBackend {
         self.run(scope, path, Access::Read, true, "read", |d, r| d.read(r))
     }
 
-    async fn write_file(
-        &self,
-        scope: &FsScope,
-        path: &str,
-        contents: &[u8],
-    ) -> Result<(), BackendError> {
+    async fn write_file(&self, scope: &FsScope, path: &str, contents: &[u8]) -> Result<(), BackendError> {
         let abs = self.absolute(path);
         // Refuse directories and hard-linked files before writing anything.
-        match self.run(scope, &abs, Access::Write, true, "write", |d, r| {
-            d.metadata(r)
-        }) {
+        match self.run(scope, &abs, Access::Write, true, "write", |d, r| d.metadata(r)) {
             Ok(meta) if meta.is_dir() => {
-                return Err(BackendError::Invalid(format!(
-                    "cannot write {abs}: it is a directory; pass a file path"
-                )));
+                return Err(BackendError::Invalid(format!("cannot write {abs}: it is a directory; pass a file path")));
             }
             Ok(meta) if meta.is_file() && meta.nlink() > 1 => {
                 return Err(BackendError::Denied(format!(
@@ -285,20 +255,12 @@ impl Backend for LocalBackend {
             Ok(_) | Err(BackendError::NotFound(_)) => {}
             Err(e) => return Err(e),
         }
-        self.run(scope, &abs, Access::Write, true, "write", |d, r| {
-            write_atomic(d, r, contents)
-        })
+        self.run(scope, &abs, Access::Write, true, "write", |d, r| write_atomic(d, r, contents))
     }
 
     async fn stat(&self, scope: &FsScope, path: &str) -> Result<FileStat, BackendError> {
-        let meta = self.run(scope, path, Access::Read, true, "stat", |d, r| {
-            d.metadata(r)
-        })?;
-        Ok(FileStat {
-            kind: kind_of(meta.file_type()),
-            size: meta.len(),
-            mtime_ns: mtime_ns(&meta),
-        })
+        let meta = self.run(scope, path, Access::Read, true, "stat", |d, r| d.metadata(r))?;
+        Ok(FileStat { kind: kind_of(meta.file_type()), size: meta.len(), mtime_ns: mtime_ns(&meta) })
     }
 
     async fn list_dir(&self, scope: &FsScope, path: &str) -> Result<Vec<DirEntry>, BackendError> {
@@ -315,11 +277,7 @@ impl Backend for LocalBackend {
                 out.push(DirEntry {
                     path: entry.file_name().to_string_lossy().into_owned(),
                     kind,
-                    size: if kind == EntryKind::Directory {
-                        0
-                    } else {
-                        meta.len()
-                    },
+                    size: if kind == EntryKind::Directory { 0 } else { meta.len() },
                     mtime_ns: mtime_ns(&meta),
                 });
             }
@@ -328,14 +286,7 @@ impl Backend for LocalBackend {
     }
 
     async fn create_dir(&self, scope: &FsScope, path: &str) -> Result<(), BackendError> {
-        self.run(
-            scope,
-            path,
-            Access::Write,
-            true,
-            "create directory",
-            |d, r| d.create_dir_all(r),
-        )
+        self.run(scope, path, Access::Write, true, "create directory", |d, r| d.create_dir_all(r))
     }
 
     async fn remove(&self, scope: &FsScope, path: &str) -> Result<(), BackendError> {
@@ -372,11 +323,7 @@ impl Backend for LocalBackend {
         }
     }
 
-    async fn walk(
-        &self,
-        scope: &FsScope,
-        options: &WalkOptions,
-    ) -> Result<Vec<DirEntry>, BackendError> {
+    async fn walk(&self, scope: &FsScope, options: &WalkOptions) -> Result<Vec<DirEntry>, BackendError> {
         let (start, alias) = self.walk_start(scope, &options.root)?;
         let roots = Self::real_roots(scope);
         let options = options.clone();
@@ -389,11 +336,7 @@ impl Backend for LocalBackend {
         Ok(entries)
     }
 
-    async fn search(
-        &self,
-        scope: &FsScope,
-        request: &SearchRequest,
-    ) -> Result<Vec<SearchFile>, BackendError> {
+    async fn search(&self, scope: &FsScope, request: &SearchRequest) -> Result<Vec<SearchFile>, BackendError> {
         // Validate the pattern before touching the filesystem.
         let matcher = search::build_matcher(request)?;
         let (start, alias) = self.walk_start(scope, &request.files.root)?;
@@ -413,11 +356,7 @@ impl Backend for LocalBackend {
             Some(c) => PathBuf::from(self.absolute(c)),
             None => self.cwd.clone(),
         };
-        let cap = if request.max_output_bytes == 0 {
-            self.max_output_bytes
-        } else {
-            request.max_output_bytes
-        };
+        let cap = if request.max_output_bytes == 0 { self.max_output_bytes } else { request.max_output_bytes };
         process::spawn(&cwd, request, cap)
     }
 }
@@ -433,11 +372,7 @@ fn absolutize(p: PathBuf) -> PathBuf {
 }
 
 fn dot_if_empty(rel: &Path) -> PathBuf {
-    if rel.as_os_str().is_empty() {
-        PathBuf::from(".")
-    } else {
-        rel.to_path_buf()
-    }
+    if rel.as_os_str().is_empty() { PathBuf::from(".") } else { rel.to_path_buf() }
 }
 
 /// `cap-std`'s refusal of a resolution that leaves its directory (its own
@@ -478,9 +413,7 @@ fn escape_denied(scope: &FsScope, path: &str, real: Option<&Path>, access: Acces
         Access::Read => "read",
         Access::Write => "write",
     };
-    let target = real
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(path));
+    let target = real.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(path));
     let why = match scope.refusal(&target, access) {
         BackendError::Denied(text) => text,
         other => other.to_string(),
@@ -500,19 +433,15 @@ fn map_io(e: io::Error, what: &str, path: &str) -> BackendError {
         K::PermissionDenied => BackendError::Denied(format!(
             "cannot {what} {path}: permission denied by the operating system (file mode or owner)"
         )),
-        K::IsADirectory => {
-            BackendError::Invalid(format!("cannot {what} {path}: it is a directory"))
+        K::IsADirectory => BackendError::Invalid(format!("cannot {what} {path}: it is a directory")),
+        K::NotADirectory => {
+            BackendError::Invalid(format!("cannot {what} {path}: a component of the path is not a directory"))
         }
-        K::NotADirectory => BackendError::Invalid(format!(
-            "cannot {what} {path}: a component of the path is not a directory"
-        )),
-        K::AlreadyExists => {
-            BackendError::Invalid(format!("cannot {what} {path}: it already exists"))
-        }
+        K::AlreadyExists => BackendError::Invalid(format!("cannot {what} {path}: it already exists")),
         K::InvalidInput => BackendError::Invalid(format!("cannot {what} {path}: {e}")),
-        _ if e.raw_os_error() == Some(libc::ELOOP) => BackendError::Invalid(format!(
-            "cannot {what} {path}: too many levels of symbolic links"
-        )),
+        _ if e.raw_os_error() == Some(libc::ELOOP) => {
+            BackendError::Invalid(format!("cannot {what} {path}: too many levels of symbolic links"))
+        }
         _ => BackendError::Io(format!("cannot {what} {path}: {e}")),
     }
 }
@@ -532,13 +461,7 @@ fn kind_of(ft: cap_std::fs::FileType) -> EntryKind {
 fn mtime_ns(meta: &cap_std::fs::Metadata) -> u64 {
     let secs = meta.mtime();
     let nanos = meta.mtime_nsec();
-    if secs < 0 {
-        0
-    } else {
-        (secs as u64)
-            .saturating_mul(1_000_000_000)
-            .saturating_add(nanos.max(0) as u64)
-    }
+    if secs < 0 { 0 } else { (secs as u64).saturating_mul(1_000_000_000).saturating_add(nanos.max(0) as u64) }
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -551,10 +474,7 @@ fn write_atomic(dir: &Dir, rel: &Path, contents: &[u8]) -> io::Result<()> {
         _ => rel.to_path_buf(),
     };
     let Some(name) = target.file_name().map(|n| n.to_os_string()) else {
-        return Err(io::Error::new(
-            io::ErrorKind::IsADirectory,
-            "the path names a directory",
-        ));
+        return Err(io::Error::new(io::ErrorKind::IsADirectory, "the path names a directory"));
     };
     let parent = target.parent().filter(|p| !p.as_os_str().is_empty());
     let pdir = match parent {
@@ -564,11 +484,7 @@ fn write_atomic(dir: &Dir, rel: &Path, contents: &[u8]) -> io::Result<()> {
         }
         None => dir.try_clone()?,
     };
-    let mode = pdir
-        .metadata(&name)
-        .ok()
-        .filter(|m| m.is_file())
-        .map(|m| m.mode() & 0o7777);
+    let mode = pdir.metadata(&name).ok().filter(|m| m.is_file()).map(|m| m.mode() & 0o7777);
 
     let mut opts = OpenOptions::new();
     opts.write(true).create_new(true);

@@ -129,10 +129,7 @@ mod tests {
     fn scope() -> FsScope {
         FsScope::new(
             "Read",
-            vec![
-                Root { path: "/work".into(), write: true },
-                Root { path: "/docs".into(), write: false },
-            ],
+            vec![Root { path: "/work".into(), write: true }, Root { path: "/docs".into(), write: false }],
             "add it with --workdir",
         )
     }

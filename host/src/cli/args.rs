@@ -109,7 +109,9 @@ impl Global {
                 .with_context(|| format!("--grant '{grant}' must look like NAME=CAPABILITY, e.g. WordCount=fs-read"))?;
             s.grants.entry(name.to_string()).or_default().add_grant(cap).map_err(anyhow::Error::msg)?;
         }
-        s.middleware.files.extend(self.middleware.iter().map(|p| if p.is_absolute() { p.clone() } else { cwd.join(p) }));
+        s.middleware
+            .files
+            .extend(self.middleware.iter().map(|p| if p.is_absolute() { p.clone() } else { cwd.join(p) }));
         for spec in &self.attach {
             s.middleware.add_attach(spec).map_err(anyhow::Error::msg)?;
         }

@@ -48,9 +48,12 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
                     for block in &chunk.content {
                         match block {
                             ContentBlock::Text { text } => write!(stdout, "{text}")?,
-                            ContentBlock::Data { media_type, data, name, .. } => {
-                                writeln!(stdout, "[{media_type}, {} bytes{}]", data.len(), name.as_deref().map(|n| format!(", {n}")).unwrap_or_default())?
-                            }
+                            ContentBlock::Data { media_type, data, name, .. } => writeln!(
+                                stdout,
+                                "[{media_type}, {} bytes{}]",
+                                data.len(),
+                                name.as_deref().map(|n| format!(", {n}")).unwrap_or_default()
+                            )?,
                         }
                     }
                 }
@@ -99,7 +102,10 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
 
 /// Opens (or starts) the session state file `<state_dir>/<name>.json`.
 pub fn open_session(dir: &Path, name: &str) -> Result<Arc<AgentState>> {
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') || name.starts_with('.') {
+    if name.is_empty()
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        || name.starts_with('.')
+    {
         bail!("session name '{name}' may only contain letters, digits, '-', '_' and '.' (not leading)");
     }
     let path: PathBuf = dir.join(format!("{name}.json"));

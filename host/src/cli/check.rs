@@ -11,10 +11,10 @@ use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use toolhost::Toolhost;
 use toolhost::function::CallableTool;
 use toolhost::permission::check::{CheckRequest, answer_request, decision_json, error_json};
 use toolhost::permission::{Context, RuleSet};
-use toolhost::Toolhost;
 
 use super::args::{CheckArgs, Global};
 use super::exit;
@@ -25,7 +25,9 @@ pub async fn check(global: &Global, args: CheckArgs) -> Result<u8> {
         return batch(&host).await;
     }
     let (Some(tool), Some(input)) = (args.tool, args.input) else {
-        bail!("give a tool and an input (toolhost check Bash '{{\"command\":\"ls\"}}'), or --batch with JSON Lines on stdin");
+        bail!(
+            "give a tool and an input (toolhost check Bash '{{\"command\":\"ls\"}}'), or --batch with JSON Lines on stdin"
+        );
     };
     let input: serde_json::Value = serde_json::from_str(&input).context("the input is not valid JSON")?;
     let ctx = host.permission_context(&tool, host.mode());
@@ -37,7 +39,11 @@ pub async fn check(global: &Global, args: CheckArgs) -> Result<u8> {
         if let Some(reason) = &decision.reason {
             println!("reason: {reason}");
         }
-        println!("decided by: {}{}", decision.source.as_str(), decision.rule.as_ref().map(|r| format!(" ({r})")).unwrap_or_default());
+        println!(
+            "decided by: {}{}",
+            decision.source.as_str(),
+            decision.rule.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+        );
         if decision.bypass_immune {
             println!("safety check: no allow rule can allow this; only bypass mode skips it");
         }
@@ -143,7 +149,10 @@ struct Batch {
 impl Batch {
     fn context(&self, tool: &str) -> Arc<Context> {
         let mut contexts = self.contexts.lock().unwrap_or_else(|p| p.into_inner());
-        contexts.entry(tool.to_string()).or_insert_with(|| Arc::new(self.host.permission_context(tool, self.mode))).clone()
+        contexts
+            .entry(tool.to_string())
+            .or_insert_with(|| Arc::new(self.host.permission_context(tool, self.mode)))
+            .clone()
     }
 }
 
@@ -197,10 +206,7 @@ async fn write_answers(mut answers: mpsc::Receiver<JoinHandle<Vec<Value>>>) -> R
         for answer in handle.await.context("a check panicked")? {
             writeln!(out, "{answer}")?;
         }
-        next = match answers.try_recv() {
-            Ok(h) => Some(h),
-            Err(_) => None,
-        };
+        next = answers.try_recv().ok();
         if next.as_ref().is_none_or(|h| !h.is_finished()) {
             out.flush()?;
             if next.is_none() {

@@ -9,8 +9,11 @@ use super::exit;
 
 pub async fn inspect(global: &Global, args: InspectArgs) -> Result<u8> {
     let (settings, _) = global.settings()?;
-    let runtime =
-        Runtime::new(&RuntimeOptions { cache_dir: Some(settings.cache_dir()), limits: settings.limits, disable_pooling: false })?;
+    let runtime = Runtime::new(&RuntimeOptions {
+        cache_dir: Some(settings.cache_dir()),
+        limits: settings.limits,
+        disable_pooling: false,
+    })?;
     let bytes = std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let label = args.file.display().to_string();
     let report = load_component(&runtime, &bytes, Origin::File(args.file.clone()), &label).await?;
@@ -26,7 +29,10 @@ pub async fn inspect(global: &Global, args: InspectArgs) -> Result<u8> {
     println!("tool:          {}", info.name);
     println!("WIT:           toolhost:tool@{}", info.wit_version);
     println!("sha256:        {}", info.sha256);
-    println!("flags:         read-only {}, concurrency-safe {}, external {}, state-injected {}", info.read_only, info.concurrency_safe, info.external, info.state_injected);
+    println!(
+        "flags:         read-only {}, concurrency-safe {}, external {}, state-injected {}",
+        info.read_only, info.concurrency_safe, info.external, info.state_injected
+    );
     println!("capabilities:  {}", super::list::declared(info));
     println!("imports:");
     for import in &report.imports {

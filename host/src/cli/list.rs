@@ -14,7 +14,7 @@ pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
         return Ok(exit::OK);
     }
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
-    println!("{:width$}  {:5}  {:8}  {:8}  {}", "NAME", "FLAGS", "ORIGIN", "CAPS", "DESCRIPTION");
+    println!("{:width$}  {:5}  {:8}  {:8}  DESCRIPTION", "NAME", "FLAGS", "ORIGIN", "CAPS");
     for t in &tools {
         let summary = t.description.lines().next().unwrap_or("");
         let summary: String = summary.chars().take(60).collect();
@@ -37,7 +37,10 @@ pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
     let grants = host.grants_for(&t);
     println!("{}\n", t.name);
     println!("{}\n", t.description);
-    println!("read-only: {}   concurrency-safe: {}   external: {}   state-injected: {}", t.read_only, t.concurrency_safe, t.external, t.state_injected);
+    println!(
+        "read-only: {}   concurrency-safe: {}   external: {}   state-injected: {}",
+        t.read_only, t.concurrency_safe, t.external, t.state_injected
+    );
     let from = match &t.origin {
         Origin::Builtin => "built-in".to_string(),
         Origin::File(p) => p.display().to_string(),
@@ -45,8 +48,12 @@ pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
     };
     println!("origin: {from}   WIT: toolhost:tool@{}   sha256: {}", t.wit_version, t.sha256);
     println!("declared capabilities: {}", declared(&t));
-    let roots: Vec<String> =
-        grants.fs.roots().iter().map(|r| format!("{} ({})", r.path.display(), if r.write { "rw" } else { "ro" })).collect();
+    let roots: Vec<String> = grants
+        .fs
+        .roots()
+        .iter()
+        .map(|r| format!("{} ({})", r.path.display(), if r.write { "rw" } else { "ro" }))
+        .collect();
     println!(
         "granted: files [{}], exec {}, state {}",
         roots.join(", "),

@@ -21,7 +21,8 @@ pub fn ask(tool: &str, input: &serde_json::Value, decision: &Decision, remember_
     let rules: Vec<String> = decision.suggested_rules.iter().map(|r| r.to_string()).collect();
     let can_remember = !rules.is_empty() && !decision.bypass_immune;
     if can_remember {
-        let _ = write!(err, "[y] allow once  [a] allow and remember {} in {remember_target}  [n] deny: ", rules.join(", "));
+        let _ =
+            write!(err, "[y] allow once  [a] allow and remember {} in {remember_target}  [n] deny: ", rules.join(", "));
     } else {
         let _ = write!(err, "[y] allow once  [n] deny: ");
     }
@@ -48,7 +49,9 @@ pub fn not_asked(tool: &str, decision: &Decision) -> String {
     } else if let Some(rule) = decision.suggested_rules.first() {
         text.push_str(&format!(" To allow calls like this, add the rule `{rule}`: --allow '{rule}' or [permissions].allow in toolhost.toml."));
     } else {
-        text.push_str(&format!(" To allow it, add an allow rule for {tool}: --allow '{tool}' or [permissions].allow in toolhost.toml."));
+        text.push_str(&format!(
+            " To allow it, add an allow rule for {tool}: --allow '{tool}' or [permissions].allow in toolhost.toml."
+        ));
     }
     text
 }

@@ -106,14 +106,9 @@ impl CheckRequest {
             ),
         })?;
         let id = raw.get("id").cloned().unwrap_or(Value::Null);
-        let fail = |message: String| CheckRequestError {
-            id: id.clone(),
-            message,
-        };
+        let fail = |message: String| CheckRequestError { id: id.clone(), message };
         if !raw.is_object() {
-            return Err(fail(
-                "the request must be a JSON object with at least `tool` and `input`".into(),
-            ));
+            return Err(fail("the request must be a JSON object with at least `tool` and `input`".into()));
         }
         let req: CheckRequest = serde_json::from_value(raw).map_err(|e| {
             fail(format!(
@@ -127,14 +122,9 @@ impl CheckRequest {
     /// The checks of [`CheckRequest::parse`] beyond the JSON shape.
     fn validate(self) -> Result<CheckRequest, CheckRequestError> {
         let req = self;
-        let fail = |message: String| CheckRequestError {
-            id: req.id.clone(),
-            message,
-        };
+        let fail = |message: String| CheckRequestError { id: req.id.clone(), message };
         if req.tool.trim().is_empty() {
-            return Err(fail(
-                "`tool` is empty: give the name of a loaded tool".into(),
-            ));
+            return Err(fail("`tool` is empty: give the name of a loaded tool".into()));
         }
         if !req.input.is_object() {
             return Err(fail(format!(
@@ -145,10 +135,7 @@ impl CheckRequest {
         if let Some(cfg) = &req.tool_config
             && !cfg.is_object()
         {
-            return Err(fail(format!(
-                "`tool_config` must be a JSON object, not {}",
-                json_kind(cfg)
-            )));
+            return Err(fail(format!("`tool_config` must be a JSON object, not {}", json_kind(cfg))));
         }
         for dir in req.working_dirs.iter().flatten() {
             if !Path::new(dir).is_absolute() {
@@ -161,9 +148,7 @@ impl CheckRequest {
             if let Some(path) = value
                 && !Path::new(path).is_absolute()
             {
-                return Err(fail(format!(
-                    "`{key}` `{path}` is not an absolute path; give it in full"
-                )));
+                return Err(fail(format!("`{key}` `{path}` is not an absolute path; give it in full")));
             }
         }
         Ok(req)
@@ -178,16 +163,10 @@ impl CheckRequest {
     pub fn context(&self, base: &Context) -> Context {
         Context {
             mode: self.mode.unwrap_or(base.mode),
-            working_dirs: self
-                .working_dirs
-                .clone()
-                .unwrap_or_else(|| base.working_dirs.clone()),
+            working_dirs: self.working_dirs.clone().unwrap_or_else(|| base.working_dirs.clone()),
             cwd: self.cwd.clone().unwrap_or_else(|| base.cwd.clone()),
             home: self.home.clone().unwrap_or_else(|| base.home.clone()),
-            tool_config: self
-                .tool_config
-                .clone()
-                .unwrap_or_else(|| base.tool_config.clone()),
+            tool_config: self.tool_config.clone().unwrap_or_else(|| base.tool_config.clone()),
         }
     }
 

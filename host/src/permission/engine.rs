@@ -21,12 +21,7 @@ pub struct ToolVerdict {
 impl ToolVerdict {
     /// A verdict with the given behaviour and message, no reason, not immune.
     pub fn new(behavior: Behavior, message: impl Into<String>) -> ToolVerdict {
-        ToolVerdict {
-            behavior,
-            message: message.into(),
-            reason: None,
-            bypass_immune: false,
-        }
+        ToolVerdict { behavior, message: message.into(), reason: None, bypass_immune: false }
     }
 
     /// "No opinion": let the rules and the mode decide.
@@ -130,11 +125,7 @@ pub trait PolicyTool {
     /// Whether this input only reads (WIT `check-read-only`).
     async fn check_read_only(&mut self, input: &str) -> anyhow::Result<bool>;
     /// The tool's own judgement (WIT `check-permissions`).
-    async fn check_permissions(
-        &mut self,
-        input: &str,
-        ctx: &Context,
-    ) -> anyhow::Result<ToolVerdict>;
+    async fn check_permissions(&mut self, input: &str, ctx: &Context) -> anyhow::Result<ToolVerdict>;
     /// The index of the first of `contents` (all non-empty, all from the
     /// `behavior` list) that matches `input` (WIT `match-rule`).
     async fn match_rule(
@@ -158,11 +149,7 @@ struct Failure {
 
 impl Failure {
     fn new(source: Source, function: &'static str, cause: anyhow::Error) -> Failure {
-        Failure {
-            source,
-            function,
-            cause,
-        }
+        Failure { source, function, cause }
     }
 }
 
@@ -184,26 +171,11 @@ impl Failure {
 ///
 /// Never fails: an error from the tool denies the call (fail closed), with
 /// `source` the step that failed (`tool_deny` for `check_permissions`).
-pub async fn evaluate<T: PolicyTool>(
-    tool: &mut T,
-    input: &str,
-    ctx: &Context,
-    rules: &RuleSet,
-) -> Decision {
+pub async fn evaluate<T: PolicyTool>(tool: &mut T, input: &str, ctx: &Context, rules: &RuleSet) -> Decision {
     let name = tool.name().to_owned();
     let mut read_only = false;
     let mut tool_check = None;
-    match decide(
-        tool,
-        &name,
-        input,
-        ctx,
-        rules,
-        &mut read_only,
-        &mut tool_check,
-    )
-    .await
-    {
+    match decide(tool, &name, input, ctx, rules, &mut read_only, &mut tool_check).await {
         Ok(mut d) => {
             d.read_only = read_only;
             d.tool_check = tool_check;
@@ -214,14 +186,8 @@ pub async fn evaluate<T: PolicyTool>(
         }
         Err(f) => Decision {
             behavior: Behavior::Deny,
-            message: format!(
-                "Permission denied for {name}: its permission check failed: {:#}",
-                f.cause
-            ),
-            reason: Some(format!(
-                "Failed closed: the tool's `{}` returned an error",
-                f.function
-            )),
+            message: format!("Permission denied for {name}: its permission check failed: {:#}", f.cause),
+            reason: Some(format!("Failed closed: the tool's `{}` returned an error", f.function)),
             bypass_immune: false,
             source: f.source,
             rule: None,
@@ -232,12 +198,7 @@ pub async fn evaluate<T: PolicyTool>(
     }
 }
 
-fn decision(
-    behavior: Behavior,
-    message: String,
-    reason: Option<String>,
-    source: Source,
-) -> Decision {
+fn decision(behavior: Behavior, message: String, reason: Option<String>, source: Source) -> Decision {
     Decision {
         behavior,
         message,
@@ -298,10 +259,7 @@ async fn decide<T: PolicyTool>(
     }
 
     // 3. Read-only fast path.
-    *read_only = tool
-        .check_read_only(input)
-        .await
-        .map_err(|e| Failure::new(Source::ReadOnly, "check-read-only", e))?;
+    *read_only = tool.check_read_only(input).await.map_err(|e| Failure::new(Source::ReadOnly, "check-read-only", e))?;
     if *read_only {
         return Ok(decision(
             Behavior::Allow,
@@ -322,10 +280,8 @@ async fn decide<T: PolicyTool>(
     }
 
     // 4. The tool's own check.
-    let verdict = tool
-        .check_permissions(input, ctx)
-        .await
-        .map_err(|e| Failure::new(Source::ToolDeny, "check-permissions", e))?;
+    let verdict =
+        tool.check_permissions(input, ctx).await.map_err(|e| Failure::new(Source::ToolDeny, "check-permissions", e))?;
     *tool_check = Some(verdict.clone());
     match verdict.behavior {
         Behavior::Allow | Behavior::Deny => {
@@ -334,25 +290,13 @@ async fn decide<T: PolicyTool>(
             } else {
                 (Source::ToolDeny, format!("Permission denied for {name}"))
             };
-            let message = if verdict.message.is_empty() {
-                default_message
-            } else {
-                verdict.message
-            };
+            let message = if verdict.message.is_empty() { default_message } else { verdict.message };
             return Ok(decision(verdict.behavior, message, verdict.reason, source));
         }
         Behavior::Ask if verdict.bypass_immune && ctx.mode != Mode::Bypass => {
-            let message = if verdict.message.is_empty() {
-                format!("Permission required for {name}")
-            } else {
-                verdict.message
-            };
-            let mut d = decision(
-                Behavior::Ask,
-                message,
-                verdict.reason,
-                Source::ToolSafetyAsk,
-            );
+            let message =
+                if verdict.message.is_empty() { format!("Permission required for {name}") } else { verdict.message };
+            let mut d = decision(Behavior::Ask, message, verdict.reason, Source::ToolSafetyAsk);
             d.bypass_immune = true;
             d.suggested_rules = suggest(tool, name, input, ctx, Source::ToolSafetyAsk).await?;
             return Ok(dont_ask_converts(d, name, ctx.mode));
@@ -367,12 +311,7 @@ async fn decide<T: PolicyTool>(
         .await
         .map_err(|e| Failure::new(Source::AllowRule, "match-rule", e))?
     {
-        let mut d = decision(
-            Behavior::Allow,
-            format!("Permission granted for {name}"),
-            None,
-            Source::AllowRule,
-        );
+        let mut d = decision(Behavior::Allow, format!("Permission granted for {name}"), None, Source::AllowRule);
         d.rule = Some(rule.to_string());
         return Ok(d);
     }
@@ -419,9 +358,7 @@ fn dont_ask_converts(d: Decision, name: &str, mode: Mode) -> Decision {
     }
     Decision {
         behavior: Behavior::Deny,
-        message: format!(
-            "Permission denied for {name} (dont_ask mode - ASK converted to DENY, user not available)"
-        ),
+        message: format!("Permission denied for {name} (dont_ask mode - ASK converted to DENY, user not available)"),
         reason: Some(format!(
             "DONT_ASK mode converted ASK to DENY. Original reason: {}",
             d.reason.as_deref().unwrap_or("None")
@@ -441,10 +378,7 @@ async fn suggest<T: PolicyTool>(
     ctx: &Context,
     source: Source,
 ) -> Result<Vec<Rule>, Failure> {
-    let mut rules = tool
-        .suggestions(input, ctx)
-        .await
-        .map_err(|e| Failure::new(source, "generate-suggestions", e))?;
+    let mut rules = tool.suggestions(input, ctx).await.map_err(|e| Failure::new(source, "generate-suggestions", e))?;
     rules.retain(|r| r.tool == name && r.behavior == Behavior::Allow);
     Ok(rules)
 }
@@ -466,10 +400,7 @@ async fn first_match<'r, T: PolicyTool>(
     if !candidates.is_empty() {
         // No rule before the first tool-level one is tool-level, so every
         // candidate has non-empty content.
-        let contents: Vec<String> = candidates
-            .iter()
-            .map(|r| r.content.clone().unwrap_or_default())
-            .collect();
+        let contents: Vec<String> = candidates.iter().map(|r| r.content.clone().unwrap_or_default()).collect();
         if let Some(i) = tool.match_rule(behavior, &contents, input, ctx).await? {
             return match candidates.get(i) {
                 Some(rule) => Ok(Some(rule)),

@@ -62,13 +62,7 @@ pub enum Mode {
 
 impl Mode {
     /// Every mode, in the reference order.
-    pub const ALL: [Mode; 5] = [
-        Mode::Default,
-        Mode::AcceptEdits,
-        Mode::Explore,
-        Mode::Bypass,
-        Mode::DontAsk,
-    ];
+    pub const ALL: [Mode; 5] = [Mode::Default, Mode::AcceptEdits, Mode::Explore, Mode::Bypass, Mode::DontAsk];
 
     /// The reference spelling (`default`, `accept_edits`, `explore`,
     /// `bypass`, `dont_ask`), as used in messages (`Mode: accept_edits`).
@@ -91,9 +85,7 @@ impl fmt::Display for Mode {
 
 /// A permission mode name that is not one of the five modes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown permission mode `{0}`: use one of default, accept_edits, explore, bypass, dont_ask"
-)]
+#[error("unknown permission mode `{0}`: use one of default, accept_edits, explore, bypass, dont_ask")]
 pub struct ModeParseError(pub String);
 
 impl FromStr for Mode {
@@ -101,10 +93,7 @@ impl FromStr for Mode {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let norm = s.trim().to_ascii_lowercase().replace('-', "_");
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.as_str() == norm)
-            .ok_or_else(|| ModeParseError(s.to_owned()))
+        Mode::ALL.into_iter().find(|m| m.as_str() == norm).ok_or_else(|| ModeParseError(s.to_owned()))
     }
 }
 

@@ -24,24 +24,12 @@ pub struct Rule {
 impl Rule {
     /// A tool-level rule (`Tool`), matching every call of the tool.
     pub fn tool_level(tool: impl Into<String>, behavior: Behavior) -> Rule {
-        Rule {
-            tool: tool.into(),
-            content: None,
-            behavior,
-        }
+        Rule { tool: tool.into(), content: None, behavior }
     }
 
     /// A rule with content (`Tool(content)`).
-    pub fn with_content(
-        tool: impl Into<String>,
-        content: impl Into<String>,
-        behavior: Behavior,
-    ) -> Rule {
-        Rule {
-            tool: tool.into(),
-            content: Some(content.into()),
-            behavior,
-        }
+    pub fn with_content(tool: impl Into<String>, content: impl Into<String>, behavior: Behavior) -> Rule {
+        Rule { tool: tool.into(), content: Some(content.into()), behavior }
     }
 
     /// Parses `Tool` or `Tool(content)`.
@@ -64,14 +52,8 @@ impl Rule {
         };
         // Work on char indices so columns are what a reader counts.
         let chars: Vec<char> = text.chars().collect();
-        let start = chars
-            .iter()
-            .position(|c| !c.is_whitespace())
-            .ok_or_else(|| err(1, RuleSyntaxErrorKind::Empty))?;
-        let end = chars
-            .iter()
-            .rposition(|c| !c.is_whitespace())
-            .map_or(start, |i| i + 1);
+        let start = chars.iter().position(|c| !c.is_whitespace()).ok_or_else(|| err(1, RuleSyntaxErrorKind::Empty))?;
+        let end = chars.iter().rposition(|c| !c.is_whitespace()).map_or(start, |i| i + 1);
         let body = &chars[start..end];
 
         let open = body.iter().position(|&c| c == '(');
@@ -81,9 +63,9 @@ impl Rule {
         }
         let name: String = name_chars.iter().collect();
         let mcp = name.starts_with("mcp__");
-        if let Some(bad) = name_chars.iter().position(|&c| {
-            !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || (mcp && c == '.'))
-        }) {
+        if let Some(bad) =
+            name_chars.iter().position(|&c| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || (mcp && c == '.')))
+        {
             let ch = name_chars[bad];
             let kind = if ch == ')' {
                 RuleSyntaxErrorKind::UnopenedParen
@@ -98,18 +80,11 @@ impl Rule {
         let Some(close) = body.iter().rposition(|&c| c == ')').filter(|&c| c > open) else {
             return Err(err(
                 start + body.len() + 1,
-                RuleSyntaxErrorKind::MissingCloseParen {
-                    open_column: start + open + 1,
-                },
+                RuleSyntaxErrorKind::MissingCloseParen { open_column: start + open + 1 },
             ));
         };
         if close + 1 != body.len() {
-            return Err(err(
-                start + close + 2,
-                RuleSyntaxErrorKind::TrailingText {
-                    close_column: start + close + 1,
-                },
-            ));
+            return Err(err(start + close + 2, RuleSyntaxErrorKind::TrailingText { close_column: start + close + 1 }));
         }
         let content: String = body[open + 1..close].iter().collect();
         Ok(Rule::with_content(name, content, behavior))
@@ -185,27 +160,23 @@ impl fmt::Display for RuleSyntaxError {
         let col = self.column;
         write!(f, "invalid {} rule `{}`: ", self.behavior, self.text)?;
         match &self.kind {
-            RuleSyntaxErrorKind::Empty => write!(
-                f,
-                "the rule is empty; write `Tool` or `Tool(content)`, e.g. `Bash(npm run:*)`"
-            )?,
-            RuleSyntaxErrorKind::EmptyToolName => write!(
-                f,
-                "no tool name before `(` at column {col}; write `Tool(content)`, e.g. `Edit(src/**)`"
-            )?,
+            RuleSyntaxErrorKind::Empty => {
+                write!(f, "the rule is empty; write `Tool` or `Tool(content)`, e.g. `Bash(npm run:*)`")?
+            }
+            RuleSyntaxErrorKind::EmptyToolName => {
+                write!(f, "no tool name before `(` at column {col}; write `Tool(content)`, e.g. `Edit(src/**)`")?
+            }
             RuleSyntaxErrorKind::InvalidToolNameChar(c) => write!(
                 f,
                 "{c:?} at column {col} cannot appear in a tool name (letters, digits, `_` and `-` only); \
                  put the content in parentheses: `Tool(content)`"
             )?,
-            RuleSyntaxErrorKind::UnopenedParen => write!(
-                f,
-                "`)` at column {col} closes nothing; write `Tool(content)`"
-            )?,
-            RuleSyntaxErrorKind::MissingCloseParen { open_column } => write!(
-                f,
-                "missing `)` at column {col} to close the `(` at column {open_column}; add `)` at the end"
-            )?,
+            RuleSyntaxErrorKind::UnopenedParen => {
+                write!(f, "`)` at column {col} closes nothing; write `Tool(content)`")?
+            }
+            RuleSyntaxErrorKind::MissingCloseParen { open_column } => {
+                write!(f, "missing `)` at column {col} to close the `(` at column {open_column}; add `)` at the end")?
+            }
             RuleSyntaxErrorKind::TrailingText { close_column } => write!(
                 f,
                 "unexpected text at column {col} after the final `)` at column {close_column}; \
@@ -214,11 +185,7 @@ impl fmt::Display for RuleSyntaxError {
         }
         // The caret line: control characters are shown as one visible
         // character each so the caret stays under the right column.
-        let shown: String = self
-            .text
-            .chars()
-            .map(|c| if c.is_control() { '\u{2400}' } else { c })
-            .collect();
+        let shown: String = self.text.chars().map(|c| if c.is_control() { '\u{2400}' } else { c }).collect();
         write!(f, "\n  {shown}\n  {}^", " ".repeat(col.saturating_sub(1)))
     }
 }
@@ -270,17 +237,9 @@ impl RuleSet {
 
     /// Parses three lists of rule texts (see [`Rule::parse`]); the first
     /// malformed rule is the error.
-    pub fn from_strings(
-        allow: &[String],
-        deny: &[String],
-        ask: &[String],
-    ) -> Result<RuleSet, RuleSyntaxError> {
+    pub fn from_strings(allow: &[String], deny: &[String], ask: &[String]) -> Result<RuleSet, RuleSyntaxError> {
         let mut set = RuleSet::new();
-        for (texts, behavior) in [
-            (allow, Behavior::Allow),
-            (deny, Behavior::Deny),
-            (ask, Behavior::Ask),
-        ] {
+        for (texts, behavior) in [(allow, Behavior::Allow), (deny, Behavior::Deny), (ask, Behavior::Ask)] {
             for text in texts {
                 set.add(Rule::parse(text, behavior)?);
             }
@@ -324,8 +283,6 @@ impl RuleSet {
     /// Whether an equivalent rule (see [`Rule::equivalent`]) is already in
     /// the set.
     pub fn contains(&self, rule: &Rule) -> bool {
-        self.rules(&rule.tool, rule.behavior)
-            .iter()
-            .any(|r| r.equivalent(rule))
+        self.rules(&rule.tool, rule.behavior).iter().any(|r| r.equivalent(rule))
     }
 }

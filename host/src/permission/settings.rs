@@ -59,9 +59,9 @@ pub fn remember_rule(toml_path: &Path, rule: &Rule) -> anyhow::Result<()> {
         Behavior::Allow => "allow",
         Behavior::Deny => "deny",
         Behavior::Ask => "ask",
-        Behavior::Passthrough => bail!(
-            "cannot remember the passthrough rule `{rule}`: only allow, deny and ask rules are stored"
-        ),
+        Behavior::Passthrough => {
+            bail!("cannot remember the passthrough rule `{rule}`: only allow, deny and ask rules are stored")
+        }
     };
     let path = toml_path.display();
     let text = match fs::read_to_string(toml_path) {
@@ -72,23 +72,14 @@ pub fn remember_rule(toml_path: &Path, rule: &Rule) -> anyhow::Result<()> {
         }
     };
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| {
-        anyhow!(
-            "cannot remember `{rule}`: {path} is not valid TOML ({e}); fix the file, then try again"
-        )
+        anyhow!("cannot remember `{rule}`: {path} is not valid TOML ({e}); fix the file, then try again")
     })?;
 
-    let table = doc
-        .entry("permissions")
-        .or_insert_with(toml_edit::table)
-        .as_table_like_mut()
-        .ok_or_else(|| {
-            anyhow!("cannot remember `{rule}`: `permissions` in {path} is not a table; make it a `[permissions]` table")
-        })?;
-    let list = table
-        .entry(key)
-        .or_insert(toml_edit::value(toml_edit::Array::new()))
-        .as_array_mut()
-        .ok_or_else(|| {
+    let table = doc.entry("permissions").or_insert_with(toml_edit::table).as_table_like_mut().ok_or_else(|| {
+        anyhow!("cannot remember `{rule}`: `permissions` in {path} is not a table; make it a `[permissions]` table")
+    })?;
+    let list =
+        table.entry(key).or_insert(toml_edit::value(toml_edit::Array::new())).as_array_mut().ok_or_else(|| {
             anyhow!(
                 "cannot remember `{rule}`: `permissions.{key}` in {path} is not an array; \
                  make it a list of rule texts, e.g. {key} = [\"Bash(npm run:*)\"]"
@@ -96,11 +87,10 @@ pub fn remember_rule(toml_path: &Path, rule: &Rule) -> anyhow::Result<()> {
         })?;
 
     let already = list.iter().any(|v| {
-        v.as_str()
-            .is_some_and(|s| match Rule::parse(s, rule.behavior) {
-                Ok(existing) => existing.equivalent(rule),
-                Err(_) => s.trim() == rule.to_string(),
-            })
+        v.as_str().is_some_and(|s| match Rule::parse(s, rule.behavior) {
+            Ok(existing) => existing.equivalent(rule),
+            Err(_) => s.trim() == rule.to_string(),
+        })
     });
     if already {
         return Ok(());
@@ -125,12 +115,7 @@ pub fn remember_rule(toml_path: &Path, rule: &Rule) -> anyhow::Result<()> {
     {
         // Without a trailing comma the line break after the last element is
         // part of that element: move it in front of the new one.
-        carried = last
-            .decor()
-            .suffix()
-            .and_then(|s| s.as_str())
-            .unwrap_or("")
-            .to_owned();
+        carried = last.decor().suffix().and_then(|s| s.as_str()).unwrap_or("").to_owned();
         last.decor_mut().set_suffix("");
     }
     carried.push_str(list.trailing().as_str().unwrap_or(""));
@@ -138,18 +123,13 @@ pub fn remember_rule(toml_path: &Path, rule: &Rule) -> anyhow::Result<()> {
     if let Some(indent) = indent
         && let Some(new) = list.iter_mut().last()
     {
-        let before = if carried.contains('\n') {
-            carried
-        } else {
-            format!("{carried}\n")
-        };
+        let before = if carried.contains('\n') { carried } else { format!("{carried}\n") };
         new.decor_mut().set_prefix(format!("{before}{indent}"));
         list.set_trailing_comma(true);
         list.set_trailing("\n");
     }
 
-    write_atomically(toml_path, doc.to_string().as_bytes())
-        .with_context(|| format!("cannot save `{rule}` to {path}"))
+    write_atomically(toml_path, doc.to_string().as_bytes()).with_context(|| format!("cannot save `{rule}` to {path}"))
 }
 
 /// Writes `bytes` to a temporary file next to `path`, syncs it, keeps the
@@ -160,11 +140,8 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create directory {}", dir.display()))?;
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| anyhow!("{} does not name a file", path.display()))?;
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create directory {}", dir.display()))?;
+    let file_name = path.file_name().ok_or_else(|| anyhow!("{} does not name a file", path.display()))?;
     let tmp = dir.join(format!(
         ".{}.tmp-{}-{}",
         file_name.to_string_lossy(),
@@ -182,8 +159,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         if let Ok(meta) = fs::metadata(path) {
             fs::set_permissions(&tmp, meta.permissions())?;
         }
-        fs::rename(&tmp, path)
-            .with_context(|| format!("cannot replace {} with {}", path.display(), tmp.display()))?;
+        fs::rename(&tmp, path).with_context(|| format!("cannot replace {} with {}", path.display(), tmp.display()))?;
         Ok(())
     })();
     if result.is_err() {

@@ -55,11 +55,7 @@ impl PolicyTool for Fake {
         (self.read_only)(&serde_json::from_str(input)?)
     }
 
-    async fn check_permissions(
-        &mut self,
-        input: &str,
-        ctx: &Context,
-    ) -> anyhow::Result<ToolVerdict> {
+    async fn check_permissions(&mut self, input: &str, ctx: &Context) -> anyhow::Result<ToolVerdict> {
         self.log.borrow_mut().push("check".into());
         (self.check)(&serde_json::from_str(input)?, ctx)
     }
@@ -71,9 +67,7 @@ impl PolicyTool for Fake {
         input: &str,
         _ctx: &Context,
     ) -> anyhow::Result<Option<usize>> {
-        self.log
-            .borrow_mut()
-            .push(format!("match {behavior} {contents:?}"));
+        self.log.borrow_mut().push(format!("match {behavior} {contents:?}"));
         if self.match_error {
             return Err(anyhow!("wasm trap: unreachable"));
         }
@@ -129,15 +123,7 @@ fn bash_match(content: &str, input: &serde_json::Value) -> bool {
     glob(content, c)
 }
 
-const READ_ONLY_COMMANDS: &[&str] = &[
-    "git status",
-    "ls",
-    "ls -a",
-    "ls -la",
-    "pwd",
-    "cat README.md",
-    "cat file.txt",
-];
+const READ_ONLY_COMMANDS: &[&str] = &["git status", "ls", "ls -a", "ls -la", "pwd", "cat README.md", "cat file.txt"];
 
 /// A Bash-like tool: a few read-only commands, safety asks for `rm` of
 /// dotfiles and `rm -rf /`, passthrough otherwise, `{2 words}:*` suggestions.
@@ -147,9 +133,7 @@ fn bash() -> Fake {
     t.check = |i, _| {
         let c = command(i);
         Ok(if c.contains(".bashrc") || c == "rm -rf /" {
-            ToolVerdict::new(Behavior::Ask, "Dangerous removal operation")
-                .with_reason("safety check")
-                .immune()
+            ToolVerdict::new(Behavior::Ask, "Dangerous removal operation").with_reason("safety check").immune()
         } else {
             ToolVerdict::passthrough()
         })
@@ -160,11 +144,7 @@ fn bash() -> Fake {
         Ok(if words.is_empty() {
             vec![]
         } else {
-            vec![Rule::with_content(
-                name,
-                format!("{}:*", words.join(" ")),
-                Behavior::Allow,
-            )]
+            vec![Rule::with_content(name, format!("{}:*", words.join(" ")), Behavior::Allow)]
         })
     };
     t
@@ -182,22 +162,13 @@ fn writer(name: &str) -> Fake {
             || p.to_ascii_lowercase().contains("/.ssh/")
             || p.to_ascii_lowercase().contains("/.git/")
         {
-            return Ok(ToolVerdict::new(
-                Behavior::Ask,
-                format!("Permission required for {p} (safety check)"),
-            )
-            .with_reason("Path is a dangerous file (safety check)")
-            .immune());
+            return Ok(ToolVerdict::new(Behavior::Ask, format!("Permission required for {p} (safety check)"))
+                .with_reason("Path is a dangerous file (safety check)")
+                .immune());
         }
-        let inside = ctx
-            .working_dirs
-            .iter()
-            .any(|d| p == d || p.starts_with(&format!("{d}/")));
+        let inside = ctx.working_dirs.iter().any(|d| p == d || p.starts_with(&format!("{d}/")));
         if inside && matches!(ctx.mode, Mode::AcceptEdits | Mode::DontAsk) {
-            return Ok(ToolVerdict::new(
-                Behavior::Allow,
-                "Write allowed in working directory",
-            ));
+            return Ok(ToolVerdict::new(Behavior::Allow, "Write allowed in working directory"));
         }
         Ok(ToolVerdict::passthrough())
     };
@@ -205,11 +176,7 @@ fn writer(name: &str) -> Fake {
     t.suggest = |name, i| {
         let p = file_path(i);
         let dir = p.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
-        let content = if dir.is_empty() {
-            "**".to_owned()
-        } else {
-            format!("{dir}/**")
-        };
+        let content = if dir.is_empty() { "**".to_owned() } else { format!("{dir}/**") };
         Ok(vec![Rule::with_content(name, content, Behavior::Allow)])
     };
     t
@@ -224,19 +191,11 @@ fn reader(name: &str) -> Fake {
 }
 
 fn ctx(mode: Mode) -> Context {
-    Context {
-        mode,
-        cwd: "/tmp/project".into(),
-        home: "/home/user".into(),
-        ..Context::default()
-    }
+    Context { mode, cwd: "/tmp/project".into(), home: "/home/user".into(), ..Context::default() }
 }
 
 fn wd_ctx(mode: Mode) -> Context {
-    Context {
-        working_dirs: vec!["/tmp/project".into()],
-        ..ctx(mode)
-    }
+    Context { working_dirs: vec!["/tmp/project".into()], ..ctx(mode) }
 }
 
 fn rules(allow: &[&str], deny: &[&str], ask: &[&str]) -> RuleSet {
@@ -278,10 +237,7 @@ fn mode_parses_every_spelling() {
         assert_eq!(text.parse::<Mode>(), Ok(mode), "{text}");
     }
     let err = "plan".parse::<Mode>().unwrap_err().to_string();
-    assert_eq!(
-        err,
-        "unknown permission mode `plan`: use one of default, accept_edits, explore, bypass, dont_ask"
-    );
+    assert_eq!(err, "unknown permission mode `plan`: use one of default, accept_edits, explore, bypass, dont_ask");
 }
 
 #[test]
@@ -292,34 +248,17 @@ fn mode_display_and_serde_use_snake_case() {
     }
     assert_eq!(Mode::AcceptEdits.to_string(), "accept_edits");
     assert_eq!(Mode::DontAsk.to_string(), "dont_ask");
-    assert_eq!(
-        serde_json::from_value::<Mode>(json!("dont-ask")).unwrap(),
-        Mode::DontAsk
-    );
-    let err = serde_json::from_value::<Mode>(json!("yolo"))
-        .unwrap_err()
-        .to_string();
+    assert_eq!(serde_json::from_value::<Mode>(json!("dont-ask")).unwrap(), Mode::DontAsk);
+    let err = serde_json::from_value::<Mode>(json!("yolo")).unwrap_err().to_string();
     assert!(err.contains("unknown permission mode `yolo`"), "{err}");
 }
 
 #[test]
 fn behavior_serde_is_lowercase() {
-    assert_eq!(
-        serde_json::to_value(Passthrough).unwrap(),
-        json!("passthrough")
-    );
-    assert_eq!(
-        serde_json::from_value::<Behavior>(json!("ask")).unwrap(),
-        Ask
-    );
-    assert_eq!(
-        serde_json::to_value(Source::ToolSafetyAsk).unwrap(),
-        json!("tool_safety_ask")
-    );
-    assert_eq!(
-        serde_json::to_value(Source::ModeFallback).unwrap(),
-        json!("mode_fallback")
-    );
+    assert_eq!(serde_json::to_value(Passthrough).unwrap(), json!("passthrough"));
+    assert_eq!(serde_json::from_value::<Behavior>(json!("ask")).unwrap(), Ask);
+    assert_eq!(serde_json::to_value(Source::ToolSafetyAsk).unwrap(), json!("tool_safety_ask"));
+    assert_eq!(serde_json::to_value(Source::ModeFallback).unwrap(), json!("mode_fallback"));
 }
 
 // ---------------------------------------------------------------------------
@@ -330,62 +269,22 @@ fn behavior_serde_is_lowercase() {
 fn rules_parse() {
     let r = Rule::parse("Bash(git:*)", Allow).unwrap();
     assert_eq!(r, Rule::with_content("Bash", "git:*", Allow));
-    assert_eq!(
-        Rule::parse("Bash", Deny).unwrap(),
-        Rule::tool_level("Bash", Deny)
-    );
-    assert_eq!(
-        Rule::parse("Bash()", Ask).unwrap().content.as_deref(),
-        Some("")
-    );
+    assert_eq!(Rule::parse("Bash", Deny).unwrap(), Rule::tool_level("Bash", Deny));
+    assert_eq!(Rule::parse("Bash()", Ask).unwrap().content.as_deref(), Some(""));
     assert!(Rule::parse("Bash()", Ask).unwrap().is_tool_level());
-    assert_eq!(
-        Rule::parse("Bash(echo $(date) (x))", Allow)
-            .unwrap()
-            .content
-            .as_deref(),
-        Some("echo $(date) (x)")
-    );
-    assert_eq!(
-        Rule::parse("  Edit(src/**)\n", Allow)
-            .unwrap()
-            .content
-            .as_deref(),
-        Some("src/**")
-    );
-    assert_eq!(
-        Rule::parse("Bash( npm run:* )", Allow)
-            .unwrap()
-            .content
-            .as_deref(),
-        Some(" npm run:* ")
-    );
-    assert_eq!(
-        Rule::parse("mcp__srv__tool", Allow).unwrap().tool,
-        "mcp__srv__tool"
-    );
-    assert_eq!(
-        Rule::parse("mcp__srv__tool.v2(x)", Allow).unwrap().tool,
-        "mcp__srv__tool.v2"
-    );
+    assert_eq!(Rule::parse("Bash(echo $(date) (x))", Allow).unwrap().content.as_deref(), Some("echo $(date) (x)"));
+    assert_eq!(Rule::parse("  Edit(src/**)\n", Allow).unwrap().content.as_deref(), Some("src/**"));
+    assert_eq!(Rule::parse("Bash( npm run:* )", Allow).unwrap().content.as_deref(), Some(" npm run:* "));
+    assert_eq!(Rule::parse("mcp__srv__tool", Allow).unwrap().tool, "mcp__srv__tool");
+    assert_eq!(Rule::parse("mcp__srv__tool.v2(x)", Allow).unwrap().tool, "mcp__srv__tool.v2");
     assert_eq!(Rule::parse("my-tool_2", Allow).unwrap().tool, "my-tool_2");
     // Content may contain a `)` followed by more text, as long as the rule ends with `)`.
-    assert_eq!(
-        Rule::parse("Bash(a)b)", Allow).unwrap().content.as_deref(),
-        Some("a)b")
-    );
+    assert_eq!(Rule::parse("Bash(a)b)", Allow).unwrap().content.as_deref(), Some("a)b"));
 }
 
 #[test]
 fn rules_display_round_trips() {
-    for text in [
-        "Bash",
-        "Bash()",
-        "Bash(npm run:*)",
-        "Edit(src/**)",
-        "Read(/etc/**)",
-        "Bash(echo $(x))",
-    ] {
+    for text in ["Bash", "Bash()", "Bash(npm run:*)", "Edit(src/**)", "Read(/etc/**)", "Bash(echo $(x))"] {
         let r = Rule::parse(text, Allow).unwrap();
         assert_eq!(r.to_string(), text);
         assert_eq!(Rule::parse(&r.to_string(), Allow).unwrap(), r);
@@ -398,39 +297,21 @@ fn rule_errors_say_where() {
     assert_eq!(e("").kind, RuleSyntaxErrorKind::Empty);
     assert_eq!(e("   ").kind, RuleSyntaxErrorKind::Empty);
     let x = e("(git:*)");
-    assert_eq!(
-        (x.kind.clone(), x.column),
-        (RuleSyntaxErrorKind::EmptyToolName, 1)
-    );
+    assert_eq!((x.kind.clone(), x.column), (RuleSyntaxErrorKind::EmptyToolName, 1));
     let x = e("Bash(git:*");
-    assert_eq!(
-        x.kind,
-        RuleSyntaxErrorKind::MissingCloseParen { open_column: 5 }
-    );
+    assert_eq!(x.kind, RuleSyntaxErrorKind::MissingCloseParen { open_column: 5 });
     assert_eq!(x.column, 11);
     let x = e("Bash(a) b");
-    assert_eq!(
-        x.kind,
-        RuleSyntaxErrorKind::TrailingText { close_column: 7 }
-    );
+    assert_eq!(x.kind, RuleSyntaxErrorKind::TrailingText { close_column: 7 });
     assert_eq!(x.column, 8);
     let x = e("Bash)");
-    assert_eq!(
-        (x.kind.clone(), x.column),
-        (RuleSyntaxErrorKind::UnopenedParen, 5)
-    );
+    assert_eq!((x.kind.clone(), x.column), (RuleSyntaxErrorKind::UnopenedParen, 5));
     let x = e("Ba sh");
-    assert_eq!(
-        (x.kind.clone(), x.column),
-        (RuleSyntaxErrorKind::InvalidToolNameChar(' '), 3)
-    );
+    assert_eq!((x.kind.clone(), x.column), (RuleSyntaxErrorKind::InvalidToolNameChar(' '), 3));
     let x = e("Bash.x");
     assert_eq!(x.kind, RuleSyntaxErrorKind::InvalidToolNameChar('.'));
     let x = e("  Bash(x");
-    assert_eq!(
-        x.kind,
-        RuleSyntaxErrorKind::MissingCloseParen { open_column: 7 }
-    );
+    assert_eq!(x.kind, RuleSyntaxErrorKind::MissingCloseParen { open_column: 7 });
     assert_eq!(x.column, 9);
 
     assert_eq!(
@@ -454,11 +335,7 @@ fn rule_set_keeps_order_and_drops_passthrough() {
     set.add(Rule::parse("Bash(a:*)", Allow).unwrap());
     set.add(Rule::parse("Bash(a:*)", Allow).unwrap());
     set.add(Rule::parse("Read", Passthrough).unwrap());
-    let texts: Vec<String> = set
-        .rules("Bash", Allow)
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let texts: Vec<String> = set.rules("Bash", Allow).iter().map(ToString::to_string).collect();
     assert_eq!(texts, ["Bash(b:*)", "Bash(a:*)", "Bash(a:*)"]);
     assert_eq!(set.tools_named().collect::<Vec<_>>(), ["Bash", "Write"]);
     assert!(set.rules("Bash", Deny).is_empty());
@@ -489,12 +366,7 @@ fn spec_14_1_rule_priority() {
     assert_eq!(run(&mut bash(), cmd("test command"), &d, &r).behavior, Deny);
     // 3
     let r = rules(&["Bash(git:*)"], &[], &[]);
-    for (c, b) in [
-        ("git", Allow),
-        ("git status", Allow),
-        ("git add .", Allow),
-        ("npm install", Ask),
-    ] {
+    for (c, b) in [("git", Allow), ("git status", Allow), ("git add .", Allow), ("npm install", Ask)] {
         assert_eq!(run(&mut bash(), cmd(c), &d, &r).behavior, b, "{c}");
     }
     // 4
@@ -509,23 +381,11 @@ fn spec_14_1_rule_priority() {
     assert_eq!(run(&mut bash(), cmd("npm install"), &d, &r).behavior, Ask);
     // 6
     let r = rules(&["Write(*.py)"], &[], &[]);
-    assert_eq!(
-        run(&mut writer("Write"), fp("test.py"), &d, &r).behavior,
-        Allow
-    );
-    assert_eq!(
-        run(&mut writer("Write"), fp("test.txt"), &d, &r).behavior,
-        Ask
-    );
+    assert_eq!(run(&mut writer("Write"), fp("test.py"), &d, &r).behavior, Allow);
+    assert_eq!(run(&mut writer("Write"), fp("test.txt"), &d, &r).behavior, Ask);
     let r = rules(&["Edit(/tmp/**)"], &[], &[]);
-    assert_eq!(
-        run(&mut writer("Edit"), fp("/tmp/test.txt"), &d, &r).behavior,
-        Allow
-    );
-    assert_eq!(
-        run(&mut writer("Edit"), fp("/home/user/test.txt"), &d, &r).behavior,
-        Ask
-    );
+    assert_eq!(run(&mut writer("Edit"), fp("/tmp/test.txt"), &d, &r).behavior, Allow);
+    assert_eq!(run(&mut writer("Edit"), fp("/home/user/test.txt"), &d, &r).behavior, Ask);
     // 7: empty content matches everything, reason `Rule: `.
     let r = rules(&[], &["Bash()"], &[]);
     let dec = run(&mut bash(), cmd("anything"), &d, &r);
@@ -544,71 +404,26 @@ fn rule_decisions_carry_exact_messages_and_rule_text() {
     let r = rules(&["Bash(git:*)"], &["Bash(rm:*)"], &["Bash(npm:*)"]);
     let x = run(&mut bash(), cmd("rm x"), &d, &r);
     assert_eq!(
-        (
-            x.behavior,
-            x.message.as_str(),
-            x.reason.as_deref(),
-            x.source,
-            x.rule.as_deref()
-        ),
-        (
-            Deny,
-            "Permission to use Bash has been denied",
-            Some("Rule: rm:*"),
-            Source::DenyRule,
-            Some("Bash(rm:*)")
-        )
+        (x.behavior, x.message.as_str(), x.reason.as_deref(), x.source, x.rule.as_deref()),
+        (Deny, "Permission to use Bash has been denied", Some("Rule: rm:*"), Source::DenyRule, Some("Bash(rm:*)"))
     );
     assert!(!x.read_only && x.tool_check.is_none() && x.suggested_rules.is_empty());
     let x = run(&mut bash(), cmd("npm i"), &d, &r);
     assert_eq!(
-        (
-            x.behavior,
-            x.message.as_str(),
-            x.reason.as_deref(),
-            x.source,
-            x.rule.as_deref()
-        ),
-        (
-            Ask,
-            "Permission required for Bash",
-            Some("Rule: npm:*"),
-            Source::AskRule,
-            Some("Bash(npm:*)")
-        )
+        (x.behavior, x.message.as_str(), x.reason.as_deref(), x.source, x.rule.as_deref()),
+        (Ask, "Permission required for Bash", Some("Rule: npm:*"), Source::AskRule, Some("Bash(npm:*)"))
     );
-    assert_eq!(
-        x.suggested_rules,
-        vec![Rule::with_content("Bash", "npm i:*", Allow)]
-    );
+    assert_eq!(x.suggested_rules, vec![Rule::with_content("Bash", "npm i:*", Allow)]);
     let x = run(&mut bash(), cmd("git push"), &d, &r);
     assert_eq!(
-        (
-            x.behavior,
-            x.message.as_str(),
-            x.reason.as_deref(),
-            x.source,
-            x.rule.as_deref()
-        ),
-        (
-            Allow,
-            "Permission granted for Bash",
-            None,
-            Source::AllowRule,
-            Some("Bash(git:*)")
-        )
+        (x.behavior, x.message.as_str(), x.reason.as_deref(), x.source, x.rule.as_deref()),
+        (Allow, "Permission granted for Bash", None, Source::AllowRule, Some("Bash(git:*)"))
     );
     assert!(x.suggested_rules.is_empty());
     assert_eq!(x.tool_check, Some(ToolVerdict::passthrough()));
     let x = run(&mut bash(), cmd("ls"), &d, &r);
     assert_eq!(
-        (
-            x.behavior,
-            x.message.as_str(),
-            x.reason.as_deref(),
-            x.source,
-            x.read_only
-        ),
+        (x.behavior, x.message.as_str(), x.reason.as_deref(), x.source, x.read_only),
         (
             Allow,
             "Permission granted for Bash (read-only invocation)",
@@ -619,27 +434,14 @@ fn rule_decisions_carry_exact_messages_and_rule_text() {
     );
     let x = run(&mut bash(), cmd("make"), &d, &r);
     assert_eq!(
-        (
-            x.behavior,
-            x.message.as_str(),
-            x.reason.as_deref(),
-            x.source
-        ),
-        (
-            Ask,
-            "Permission required for Bash",
-            Some("Mode: default"),
-            Source::ModeFallback
-        )
+        (x.behavior, x.message.as_str(), x.reason.as_deref(), x.source),
+        (Ask, "Permission required for Bash", Some("Mode: default"), Source::ModeFallback)
     );
     let x = run(&mut bash(), cmd("make"), &ctx(Mode::AcceptEdits), &r);
     assert_eq!(x.reason.as_deref(), Some("Mode: accept_edits"));
     // A tool-level rule's reason is the reference `Rule: None`.
     let x = run(&mut bash(), cmd("make"), &d, &rules(&[], &["Bash"], &[]));
-    assert_eq!(
-        (x.reason.as_deref(), x.rule.as_deref()),
-        (Some("Rule: None"), Some("Bash"))
-    );
+    assert_eq!((x.reason.as_deref(), x.rule.as_deref()), (Some("Rule: None"), Some("Bash")));
 }
 
 #[test]
@@ -657,11 +459,7 @@ fn fallback_messages_per_mode() {
     let x = run(&mut bash(), cmd("make"), &ctx(Mode::Bypass), &none);
     assert_eq!(
         (x.behavior, x.message.as_str(), x.reason.as_deref()),
-        (
-            Allow,
-            "Permission granted for Bash (bypass mode)",
-            Some("Bypass mode allows all operations")
-        )
+        (Allow, "Permission granted for Bash (bypass mode)", Some("Bypass mode allows all operations"))
     );
     let x = run(&mut bash(), cmd("make"), &ctx(Mode::DontAsk), &none);
     assert_eq!(
@@ -685,11 +483,7 @@ fn content_rules_of_one_list_go_to_one_match_call() {
     let x = run(&mut t, cmd("b x"), &d, &r);
     assert_eq!(x.rule.as_deref(), Some("Bash(b:*)"));
     assert_eq!(
-        t.calls()
-            .iter()
-            .filter(|c| c.starts_with("match"))
-            .cloned()
-            .collect::<Vec<_>>(),
+        t.calls().iter().filter(|c| c.starts_with("match")).cloned().collect::<Vec<_>>(),
         [r#"match allow ["a:*", "b:*"]"#]
     );
     // No match among them: the tool-level rule matches.
@@ -700,11 +494,7 @@ fn content_rules_of_one_list_go_to_one_match_call() {
     let mut t = bash();
     let x = run(&mut t, cmd("a"), &d, &r);
     assert_eq!(x.rule.as_deref(), Some("Bash()"));
-    assert!(
-        !t.calls().iter().any(|c| c.starts_with("match")),
-        "{:?}",
-        t.calls()
-    );
+    assert!(!t.calls().iter().any(|c| c.starts_with("match")), "{:?}", t.calls());
     // No rules: no call.
     let mut t = bash();
     run(&mut t, cmd("a"), &d, &RuleSet::new());
@@ -716,22 +506,10 @@ fn content_rules_of_one_list_go_to_one_match_call() {
     assert!(!t.calls().iter().any(|c| c.starts_with("match")));
     // The list order is the deny list's own: `behavior` says which list.
     let mut t = bash();
-    run(
-        &mut t,
-        cmd("a"),
-        &d,
-        &rules(&["Bash(x)"], &["Bash(y)"], &["Bash(z)"]),
-    );
+    run(&mut t, cmd("a"), &d, &rules(&["Bash(x)"], &["Bash(y)"], &["Bash(z)"]));
     assert_eq!(
         t.calls(),
-        [
-            r#"match deny ["y"]"#,
-            r#"match ask ["z"]"#,
-            "read_only",
-            "check",
-            r#"match allow ["x"]"#,
-            "suggest"
-        ]
+        [r#"match deny ["y"]"#, r#"match ask ["z"]"#, "read_only", "check", r#"match allow ["x"]"#, "suggest"]
     );
 }
 
@@ -750,14 +528,7 @@ enum Kind {
     Passes,
 }
 
-const KINDS: [Kind; 6] = [
-    Kind::ReadOnly,
-    Kind::Allows,
-    Kind::Denies,
-    Kind::Asks,
-    Kind::SafetyAsks,
-    Kind::Passes,
-];
+const KINDS: [Kind; 6] = [Kind::ReadOnly, Kind::Allows, Kind::Denies, Kind::Asks, Kind::SafetyAsks, Kind::Passes];
 
 fn kind_tool(kind: Kind) -> Fake {
     let mut t = Fake::new("T");
@@ -768,11 +539,7 @@ fn kind_tool(kind: Kind) -> Fake {
         Kind::Denies => t.check = |_, _| Ok(ToolVerdict::new(Deny, "tool denies")),
         Kind::Asks => t.check = |_, _| Ok(ToolVerdict::new(Ask, "tool asks")),
         Kind::SafetyAsks => {
-            t.check = |_, _| {
-                Ok(ToolVerdict::new(Ask, "tool safety-asks")
-                    .with_reason("safety")
-                    .immune())
-            }
+            t.check = |_, _| Ok(ToolVerdict::new(Ask, "tool safety-asks").with_reason("safety").immune())
         }
         Kind::Passes => t.check = |_, _| Ok(ToolVerdict::passthrough()),
     }
@@ -820,11 +587,7 @@ fn decision_table_4_4() {
                 for tool_level in [true, false] {
                     let mut set = RuleSet::new();
                     if let Some(b) = rule {
-                        set.add(if tool_level {
-                            Rule::tool_level("T", b)
-                        } else {
-                            Rule::with_content("T", "hit", b)
-                        });
+                        set.add(if tool_level { Rule::tool_level("T", b) } else { Rule::with_content("T", "hit", b) });
                         // A non-matching rule of every list must change nothing.
                         set.add(Rule::with_content("T", "miss", Allow));
                         set.add(Rule::with_content("T", "miss", Deny));
@@ -833,21 +596,12 @@ fn decision_table_4_4() {
                     let mut t = kind_tool(kind);
                     let d = run(&mut t, json!({"x": "hit"}), &ctx(mode), &set);
                     let want = table(kind, mode, rule);
-                    assert_eq!(
-                        d.behavior, want,
-                        "{kind:?} {mode} {rule:?} tool_level={tool_level}: {d:?}"
-                    );
+                    assert_eq!(d.behavior, want, "{kind:?} {mode} {rule:?} tool_level={tool_level}: {d:?}");
                     assert_ne!(d.behavior, Passthrough);
                     if mode == Mode::Explore {
-                        assert!(
-                            !t.calls().contains(&"check".to_string()),
-                            "explore consulted the tool"
-                        );
+                        assert!(!t.calls().contains(&"check".to_string()), "explore consulted the tool");
                     }
-                    assert_eq!(
-                        d.bypass_immune,
-                        d.behavior == Ask && kind == Kind::SafetyAsks && rule != Some(Ask)
-                    );
+                    assert_eq!(d.bypass_immune, d.behavior == Ask && kind == Kind::SafetyAsks && rule != Some(Ask));
                     cases += 1;
                 }
             }
@@ -859,73 +613,27 @@ fn decision_table_4_4() {
 #[test]
 fn tool_verdicts_are_returned_with_their_text() {
     let none = RuleSet::new();
-    let x = run(
-        &mut kind_tool(Kind::Denies),
-        json!({}),
-        &ctx(Mode::Bypass),
-        &none,
-    );
-    assert_eq!(
-        (x.message.as_str(), x.source),
-        ("tool denies", Source::ToolDeny)
-    );
+    let x = run(&mut kind_tool(Kind::Denies), json!({}), &ctx(Mode::Bypass), &none);
+    assert_eq!((x.message.as_str(), x.source), ("tool denies", Source::ToolDeny));
     assert_eq!(x.tool_check.as_ref().map(|v| v.behavior), Some(Deny));
-    let x = run(
-        &mut kind_tool(Kind::Allows),
-        json!({}),
-        &ctx(Mode::Default),
-        &none,
-    );
-    assert_eq!(
-        (x.message.as_str(), x.source),
-        ("tool allows", Source::ToolAllow)
-    );
+    let x = run(&mut kind_tool(Kind::Allows), json!({}), &ctx(Mode::Default), &none);
+    assert_eq!((x.message.as_str(), x.source), ("tool allows", Source::ToolAllow));
     assert!(x.suggested_rules.is_empty());
-    let x = run(
-        &mut kind_tool(Kind::SafetyAsks),
-        json!({}),
-        &ctx(Mode::Default),
-        &none,
-    );
+    let x = run(&mut kind_tool(Kind::SafetyAsks), json!({}), &ctx(Mode::Default), &none);
     assert_eq!(
-        (
-            x.message.as_str(),
-            x.reason.as_deref(),
-            x.source,
-            x.bypass_immune
-        ),
-        (
-            "tool safety-asks",
-            Some("safety"),
-            Source::ToolSafetyAsk,
-            true
-        )
+        (x.message.as_str(), x.reason.as_deref(), x.source, x.bypass_immune),
+        ("tool safety-asks", Some("safety"), Source::ToolSafetyAsk, true)
     );
     assert_eq!(x.suggested_rules, vec![Rule::tool_level("T", Allow)]);
     // An allow/deny verdict with no message gets the engine's wording.
     let mut t = Fake::new("T");
     t.check = |_, _| Ok(ToolVerdict::new(Deny, "").immune());
     let x = run(&mut t, json!({}), &ctx(Mode::Default), &none);
-    assert_eq!(
-        (x.message.as_str(), x.bypass_immune),
-        ("Permission denied for T", false)
-    );
+    assert_eq!((x.message.as_str(), x.bypass_immune), ("Permission denied for T", false));
     // Bypass continues past a safety ask, but records the verdict.
-    let x = run(
-        &mut kind_tool(Kind::SafetyAsks),
-        json!({}),
-        &ctx(Mode::Bypass),
-        &none,
-    );
-    assert_eq!(
-        (x.behavior, x.source, x.bypass_immune),
-        (Allow, Source::ModeFallback, false)
-    );
-    assert!(
-        x.tool_check
-            .as_ref()
-            .is_some_and(ToolVerdict::is_safety_ask)
-    );
+    let x = run(&mut kind_tool(Kind::SafetyAsks), json!({}), &ctx(Mode::Bypass), &none);
+    assert_eq!((x.behavior, x.source, x.bypass_immune), (Allow, Source::ModeFallback, false));
+    assert!(x.tool_check.as_ref().is_some_and(ToolVerdict::is_safety_ask));
 }
 
 // ---------------------------------------------------------------------------
@@ -937,96 +645,26 @@ fn spec_14_3_4_safety_ask_and_allow_rules() {
     let allow_t = rules(&["T"], &[], &[]);
     let immune = kind_tool(Kind::SafetyAsks);
     let plain = kind_tool(Kind::Asks);
-    assert_eq!(
-        run(
-            &mut immune.clone(),
-            json!({}),
-            &ctx(Mode::Default),
-            &allow_t
-        )
-        .behavior,
-        Ask
-    );
-    assert_eq!(
-        run(
-            &mut immune.clone(),
-            json!({}),
-            &ctx(Mode::AcceptEdits),
-            &allow_t
-        )
-        .behavior,
-        Ask
-    );
-    assert_eq!(
-        run(&mut plain.clone(), json!({}), &ctx(Mode::Default), &allow_t).behavior,
-        Allow
-    );
-    assert_eq!(
-        run(
-            &mut immune.clone(),
-            json!({}),
-            &ctx(Mode::Bypass),
-            &RuleSet::new()
-        )
-        .behavior,
-        Allow
-    );
-    assert_eq!(
-        run(
-            &mut plain.clone(),
-            json!({}),
-            &ctx(Mode::Bypass),
-            &RuleSet::new()
-        )
-        .behavior,
-        Allow
-    );
-    assert_eq!(
-        run(
-            &mut immune.clone(),
-            json!({}),
-            &ctx(Mode::DontAsk),
-            &RuleSet::new()
-        )
-        .behavior,
-        Deny
-    );
+    assert_eq!(run(&mut immune.clone(), json!({}), &ctx(Mode::Default), &allow_t).behavior, Ask);
+    assert_eq!(run(&mut immune.clone(), json!({}), &ctx(Mode::AcceptEdits), &allow_t).behavior, Ask);
+    assert_eq!(run(&mut plain.clone(), json!({}), &ctx(Mode::Default), &allow_t).behavior, Allow);
+    assert_eq!(run(&mut immune.clone(), json!({}), &ctx(Mode::Bypass), &RuleSet::new()).behavior, Allow);
+    assert_eq!(run(&mut plain.clone(), json!({}), &ctx(Mode::Bypass), &RuleSet::new()).behavior, Allow);
+    assert_eq!(run(&mut immune.clone(), json!({}), &ctx(Mode::DontAsk), &RuleSet::new()).behavior, Deny);
 }
 
 #[test]
 fn spec_14_3_safety_through_rules() {
     let d = ctx(Mode::Default);
-    let x = run(
-        &mut bash(),
-        cmd("rm -rf /"),
-        &d,
-        &rules(&["Bash(rm:*)"], &[], &[]),
-    );
+    let x = run(&mut bash(), cmd("rm -rf /"), &d, &rules(&["Bash(rm:*)"], &[], &[]));
     assert_eq!(x.behavior, Ask);
     assert!(x.message.contains("Dangerous removal operation"));
-    let x = run(
-        &mut writer("Write"),
-        fp("/home/user/.bashrc"),
-        &d,
-        &rules(&["Write(**)"], &[], &[]),
-    );
+    let x = run(&mut writer("Write"), fp("/home/user/.bashrc"), &d, &rules(&["Write(**)"], &[], &[]));
     assert_eq!(x.behavior, Ask);
     assert!(x.bypass_immune);
-    let x = run(
-        &mut writer("Write"),
-        fp("/home/user/test.py"),
-        &d,
-        &RuleSet::new(),
-    );
-    assert_eq!(
-        (x.behavior, x.reason.as_deref()),
-        (Ask, Some("Mode: default"))
-    );
-    for p in [
-        "/tmp/other/.GIT/config",
-        "/tmp/project/.env",
-        "/home/user/.ssh/config",
-    ] {
+    let x = run(&mut writer("Write"), fp("/home/user/test.py"), &d, &RuleSet::new());
+    assert_eq!((x.behavior, x.reason.as_deref()), (Ask, Some("Mode: default")));
+    for p in ["/tmp/other/.GIT/config", "/tmp/project/.env", "/home/user/.ssh/config"] {
         let x = run(&mut writer("Write"), fp(p), &d, &RuleSet::new());
         assert_eq!((x.behavior, x.bypass_immune), (Ask, true), "{p}");
         assert!(x.reason.as_deref().unwrap_or("").contains("safety"));
@@ -1039,58 +677,26 @@ fn spec_14_4_suggestions() {
     let none = RuleSet::new();
     let x = run(&mut bash(), cmd("git commit -m 'test'"), &d, &none);
     assert_eq!(x.behavior, Ask);
-    assert!(
-        x.suggested_rules
-            .iter()
-            .any(|r| r.to_string() == "Bash(git commit:*)")
-    );
+    assert!(x.suggested_rules.iter().any(|r| r.to_string() == "Bash(git commit:*)"));
     let x = run(&mut writer("Write"), fp("/tmp/test.py"), &d, &none);
-    assert_eq!(
-        x.suggested_rules
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>(),
-        ["Write(/tmp/**)"]
-    );
+    assert_eq!(x.suggested_rules.iter().map(ToString::to_string).collect::<Vec<_>>(), ["Write(/tmp/**)"]);
     let x = run(&mut bash(), cmd(""), &d, &none);
     assert_eq!((x.behavior, x.suggested_rules.len()), (Ask, 0));
     // DONT_ASK: an ask-rule hit becomes a deny that keeps the suggestions.
     let r = rules(&[], &[], &["Write(**/*.py)"]);
-    let x = run(
-        &mut writer("Write"),
-        fp("/tmp/main.py"),
-        &ctx(Mode::DontAsk),
-        &r,
-    );
+    let x = run(&mut writer("Write"), fp("/tmp/main.py"), &ctx(Mode::DontAsk), &r);
     assert_eq!(x.behavior, Deny);
     assert_eq!(x.source, Source::AskRule);
     assert_eq!(x.rule.as_deref(), Some("Write(**/*.py)"));
-    assert_eq!(
-        x.message,
-        "Permission denied for Write (dont_ask mode - ASK converted to DENY, user not available)"
-    );
-    assert_eq!(
-        x.reason.as_deref(),
-        Some("DONT_ASK mode converted ASK to DENY. Original reason: Rule: **/*.py")
-    );
+    assert_eq!(x.message, "Permission denied for Write (dont_ask mode - ASK converted to DENY, user not available)");
+    assert_eq!(x.reason.as_deref(), Some("DONT_ASK mode converted ASK to DENY. Original reason: Rule: **/*.py"));
     assert!(!x.suggested_rules.is_empty());
     assert!(!x.bypass_immune);
     // Safety ask in DONT_ASK: deny naming dont_ask and safety, suggestions kept.
-    let x = run(
-        &mut writer("Write"),
-        fp("/home/user/.bashrc"),
-        &ctx(Mode::DontAsk),
-        &none,
-    );
-    assert_eq!(
-        (x.behavior, x.source, x.bypass_immune),
-        (Deny, Source::ToolSafetyAsk, false)
-    );
+    let x = run(&mut writer("Write"), fp("/home/user/.bashrc"), &ctx(Mode::DontAsk), &none);
+    assert_eq!((x.behavior, x.source, x.bypass_immune), (Deny, Source::ToolSafetyAsk, false));
     let reason = x.reason.clone().unwrap_or_default().to_lowercase();
-    assert!(
-        reason.contains("dont_ask") && reason.contains("safety"),
-        "{reason}"
-    );
+    assert!(reason.contains("dont_ask") && reason.contains("safety"), "{reason}");
     assert_eq!(x.suggested_rules.len(), 1);
     // Allow and deny decisions carry none, and the tool is not even asked.
     let mut t = bash();
@@ -1112,13 +718,7 @@ fn suggestions_are_filtered_to_allow_rules_for_this_tool() {
         ])
     };
     let x = run(&mut t, json!({}), &ctx(Mode::Default), &RuleSet::new());
-    assert_eq!(
-        x.suggested_rules
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>(),
-        ["T(ok)", "T"]
-    );
+    assert_eq!(x.suggested_rules.iter().map(ToString::to_string).collect::<Vec<_>>(), ["T(ok)", "T"]);
 }
 
 // ---------------------------------------------------------------------------
@@ -1129,49 +729,16 @@ fn suggestions_are_filtered_to_allow_rules_for_this_tool() {
 fn spec_14_6_default() {
     let d = ctx(Mode::Default);
     let none = RuleSet::new();
-    assert_eq!(
-        run(&mut writer("Write"), fp("/tmp/file.txt"), &d, &none).behavior,
-        Ask
-    );
-    assert_eq!(
-        run(&mut reader("Read"), fp("/anywhere/file.txt"), &d, &none).behavior,
-        Allow
-    );
-    assert_eq!(
-        run(
-            &mut reader("Glob"),
-            json!({"pattern": "**/*.py"}),
-            &d,
-            &none
-        )
-        .behavior,
-        Allow
-    );
-    assert_eq!(
-        run(&mut reader("Grep"), json!({"pattern": "TODO"}), &d, &none).behavior,
-        Allow
-    );
-    let x = run(
-        &mut writer("Write"),
-        fp("/tmp/secret.env"),
-        &d,
-        &rules(&[], &["Write(*.env)"], &[]),
-    );
+    assert_eq!(run(&mut writer("Write"), fp("/tmp/file.txt"), &d, &none).behavior, Ask);
+    assert_eq!(run(&mut reader("Read"), fp("/anywhere/file.txt"), &d, &none).behavior, Allow);
+    assert_eq!(run(&mut reader("Glob"), json!({"pattern": "**/*.py"}), &d, &none).behavior, Allow);
+    assert_eq!(run(&mut reader("Grep"), json!({"pattern": "TODO"}), &d, &none).behavior, Allow);
+    let x = run(&mut writer("Write"), fp("/tmp/secret.env"), &d, &rules(&[], &["Write(*.env)"], &[]));
     assert_eq!(x.behavior, Deny);
-    let x = run(
-        &mut writer("Write"),
-        fp("/tmp/main.py"),
-        &d,
-        &rules(&[], &[], &["Write(*.py)"]),
-    );
+    let x = run(&mut writer("Write"), fp("/tmp/main.py"), &d, &rules(&[], &[], &["Write(*.py)"]));
     assert_eq!(x.behavior, Ask);
     assert!(!x.suggested_rules.is_empty());
-    let x = run(
-        &mut writer("Write"),
-        fp("/tmp/a.txt"),
-        &d,
-        &rules(&["Write(/tmp/**)"], &[], &[]),
-    );
+    let x = run(&mut writer("Write"), fp("/tmp/a.txt"), &d, &rules(&["Write(/tmp/**)"], &[], &[]));
     assert_eq!(x.behavior, Allow);
 }
 
@@ -1179,38 +746,16 @@ fn spec_14_6_default() {
 fn spec_14_6_explore() {
     let e = ctx(Mode::Explore);
     let none = RuleSet::new();
-    assert_eq!(
-        run(&mut reader("Read"), fp("/a"), &e, &none).behavior,
-        Allow
-    );
-    assert_eq!(
-        run(&mut writer("Write"), fp("/tmp/a"), &e, &none).behavior,
-        Deny
-    );
-    let x = run(
-        &mut reader("Read"),
-        fp("/secret/key.txt"),
-        &e,
-        &rules(&[], &["Read(/secret/**)"], &[]),
-    );
+    assert_eq!(run(&mut reader("Read"), fp("/a"), &e, &none).behavior, Allow);
+    assert_eq!(run(&mut writer("Write"), fp("/tmp/a"), &e, &none).behavior, Deny);
+    let x = run(&mut reader("Read"), fp("/secret/key.txt"), &e, &rules(&[], &["Read(/secret/**)"], &[]));
     assert_eq!(x.behavior, Deny);
-    let x = run(
-        &mut reader("Read"),
-        fp("/tmp/secret.env"),
-        &e,
-        &rules(&[], &[], &["Read(**/*.env)"]),
-    );
+    let x = run(&mut reader("Read"), fp("/tmp/secret.env"), &e, &rules(&[], &[], &["Read(**/*.env)"]));
     assert_eq!(x.behavior, Ask);
     let mut t = writer("Write");
     let x = run(&mut t, fp("/tmp/a"), &e, &rules(&["Write(**)"], &[], &[]));
     assert_eq!(x.behavior, Deny);
-    assert!(
-        !t.calls()
-            .iter()
-            .any(|c| c == "check" || c.starts_with("match allow")),
-        "{:?}",
-        t.calls()
-    );
+    assert!(!t.calls().iter().any(|c| c == "check" || c.starts_with("match allow")), "{:?}", t.calls());
     let x = run(&mut writer("Write"), fp("/home/user/.bashrc"), &e, &none);
     assert_eq!(x.behavior, Deny);
     assert!(x.tool_check.is_none());
@@ -1221,11 +766,7 @@ fn spec_14_6_explore() {
         assert_eq!(run(&mut bash(), cmd(c), &e, &none).behavior, Deny, "{c}");
     }
     for name in ["TaskCreate", "PowerShell", "my_function"] {
-        assert_eq!(
-            run(&mut Fake::new(name), json!({}), &e, &none).behavior,
-            Deny,
-            "{name}"
-        );
+        assert_eq!(run(&mut Fake::new(name), json!({}), &e, &none).behavior, Deny, "{name}");
     }
 }
 
@@ -1233,39 +774,14 @@ fn spec_14_6_explore() {
 fn spec_14_6_accept_edits() {
     let a = wd_ctx(Mode::AcceptEdits);
     let none = RuleSet::new();
-    assert_eq!(
-        run(&mut writer("Write"), fp("/tmp/project/file.txt"), &a, &none).behavior,
-        Allow
-    );
-    assert_eq!(
-        run(&mut writer("Edit"), fp("/tmp/project/file.txt"), &a, &none).behavior,
-        Allow
-    );
-    assert_eq!(
-        run(&mut reader("Read"), fp("/tmp/project/file.txt"), &a, &none).behavior,
-        Allow
-    );
-    assert_eq!(
-        run(&mut writer("Edit"), fp("/home/user/file.txt"), &a, &none).behavior,
-        Ask
-    );
-    assert_eq!(
-        run(&mut reader("Read"), fp("/anywhere"), &a, &none).behavior,
-        Allow
-    );
-    let x = run(
-        &mut writer("Write"),
-        fp("/tmp/project/poetry.lock"),
-        &a,
-        &rules(&[], &["Write(**/*.lock)"], &[]),
-    );
+    assert_eq!(run(&mut writer("Write"), fp("/tmp/project/file.txt"), &a, &none).behavior, Allow);
+    assert_eq!(run(&mut writer("Edit"), fp("/tmp/project/file.txt"), &a, &none).behavior, Allow);
+    assert_eq!(run(&mut reader("Read"), fp("/tmp/project/file.txt"), &a, &none).behavior, Allow);
+    assert_eq!(run(&mut writer("Edit"), fp("/home/user/file.txt"), &a, &none).behavior, Ask);
+    assert_eq!(run(&mut reader("Read"), fp("/anywhere"), &a, &none).behavior, Allow);
+    let x = run(&mut writer("Write"), fp("/tmp/project/poetry.lock"), &a, &rules(&[], &["Write(**/*.lock)"], &[]));
     assert_eq!(x.behavior, Deny);
-    let x = run(
-        &mut writer("Edit"),
-        fp("/tmp/project/a.py"),
-        &a,
-        &rules(&[], &[], &["Edit(**/*.py)"]),
-    );
+    let x = run(&mut writer("Edit"), fp("/tmp/project/a.py"), &a, &rules(&[], &[], &["Edit(**/*.py)"]));
     assert_eq!(x.behavior, Ask);
     let x = run(&mut writer("Write"), fp("/home/user/.bashrc"), &a, &none);
     assert_eq!((x.behavior, x.bypass_immune), (Ask, true));
@@ -1276,31 +792,11 @@ fn spec_14_6_accept_edits() {
 fn spec_14_6_bypass() {
     let b = ctx(Mode::Bypass);
     let none = RuleSet::new();
-    assert_eq!(
-        run(&mut bash(), cmd("npm install"), &b, &none).behavior,
-        Allow
-    );
-    assert_eq!(
-        run(
-            &mut bash(),
-            cmd("rm -rf /tmp/foo"),
-            &b,
-            &rules(&[], &["Bash(rm:*)"], &[])
-        )
-        .behavior,
-        Deny
-    );
-    let x = run(
-        &mut bash(),
-        cmd("git push origin main"),
-        &b,
-        &rules(&[], &[], &["Bash(git push:*)"]),
-    );
+    assert_eq!(run(&mut bash(), cmd("npm install"), &b, &none).behavior, Allow);
+    assert_eq!(run(&mut bash(), cmd("rm -rf /tmp/foo"), &b, &rules(&[], &["Bash(rm:*)"], &[])).behavior, Deny);
+    let x = run(&mut bash(), cmd("git push origin main"), &b, &rules(&[], &[], &["Bash(git push:*)"]));
     assert_eq!(x.behavior, Ask);
-    assert_eq!(
-        run(&mut writer("Write"), fp("/home/user/.bashrc"), &b, &none).behavior,
-        Allow
-    );
+    assert_eq!(run(&mut writer("Write"), fp("/home/user/.bashrc"), &b, &none).behavior, Allow);
     for c in ["rm -rf /", "rm ~/.bashrc", "ls -a", "ls $(date +%s)"] {
         assert_eq!(run(&mut bash(), cmd(c), &b, &none).behavior, Allow, "{c}");
     }
@@ -1311,66 +807,24 @@ fn spec_14_6_dont_ask() {
     let n = ctx(Mode::DontAsk);
     let w = wd_ctx(Mode::DontAsk);
     let none = RuleSet::new();
-    assert_eq!(
-        run(&mut bash(), cmd("npm install"), &n, &none).behavior,
-        Deny
-    );
-    assert_eq!(
-        run(
-            &mut bash(),
-            cmd("rm x"),
-            &n,
-            &rules(&[], &["Bash(rm:*)"], &[])
-        )
-        .behavior,
-        Deny
-    );
-    assert_eq!(
-        run(
-            &mut writer("Write"),
-            fp("/tmp/a"),
-            &n,
-            &rules(&["Write(/tmp/**)"], &[], &[])
-        )
-        .behavior,
-        Allow
-    );
+    assert_eq!(run(&mut bash(), cmd("npm install"), &n, &none).behavior, Deny);
+    assert_eq!(run(&mut bash(), cmd("rm x"), &n, &rules(&[], &["Bash(rm:*)"], &[])).behavior, Deny);
+    assert_eq!(run(&mut writer("Write"), fp("/tmp/a"), &n, &rules(&["Write(/tmp/**)"], &[], &[])).behavior, Allow);
     assert_eq!(run(&mut bash(), cmd("ls -a"), &n, &none).behavior, Allow);
     for name in ["Read", "Glob", "Grep"] {
         assert_eq!(run(&mut reader(name), fp("/x"), &n, &none).behavior, Allow);
     }
-    assert_eq!(
-        run(&mut writer("Write"), fp("/tmp/project/file.txt"), &w, &none).behavior,
-        Allow
-    );
-    assert_eq!(
-        run(&mut writer("Edit"), fp("/tmp/project/file.txt"), &w, &none).behavior,
-        Allow
-    );
-    assert_eq!(
-        run(&mut writer("Write"), fp("/home/user/other.txt"), &w, &none).behavior,
-        Deny
-    );
+    assert_eq!(run(&mut writer("Write"), fp("/tmp/project/file.txt"), &w, &none).behavior, Allow);
+    assert_eq!(run(&mut writer("Edit"), fp("/tmp/project/file.txt"), &w, &none).behavior, Allow);
+    assert_eq!(run(&mut writer("Write"), fp("/home/user/other.txt"), &w, &none).behavior, Deny);
     assert_eq!(run(&mut bash(), cmd("rm -rf /"), &n, &none).behavior, Deny);
 }
 
 #[test]
 fn spec_14_6_every_mode() {
     for mode in Mode::ALL {
-        assert_eq!(
-            run(
-                &mut reader("Read"),
-                fp("/anywhere/file.txt"),
-                &ctx(mode),
-                &RuleSet::new()
-            )
-            .behavior,
-            Allow
-        );
-        assert_eq!(
-            run(&mut bash(), cmd("git status"), &ctx(mode), &RuleSet::new()).behavior,
-            Allow
-        );
+        assert_eq!(run(&mut reader("Read"), fp("/anywhere/file.txt"), &ctx(mode), &RuleSet::new()).behavior, Allow);
+        assert_eq!(run(&mut bash(), cmd("git status"), &ctx(mode), &RuleSet::new()).behavior, Allow);
     }
 }
 
@@ -1386,30 +840,18 @@ fn tool_errors_fail_closed() {
         t.read_only = |_| Err(anyhow!("epoch deadline reached"));
         let x = run(&mut t, json!({}), &ctx(mode), &rules(&["T"], &[], &[]));
         assert_eq!((x.behavior, x.source), (Deny, Source::ReadOnly), "{mode}");
-        assert_eq!(
-            x.message,
-            "Permission denied for T: its permission check failed: epoch deadline reached"
-        );
-        assert!(
-            x.reason
-                .as_deref()
-                .unwrap_or("")
-                .contains("check-read-only")
-        );
+        assert_eq!(x.message, "Permission denied for T: its permission check failed: epoch deadline reached");
+        assert!(x.reason.as_deref().unwrap_or("").contains("check-read-only"));
 
         // match_rule fails, in each list.
-        for (r, source) in [
-            (rules(&[], &["T(x)"], &[]), Source::DenyRule),
-            (rules(&[], &[], &["T(x)"]), Source::AskRule),
-        ] {
+        for (r, source) in
+            [(rules(&[], &["T(x)"], &[]), Source::DenyRule), (rules(&[], &[], &["T(x)"]), Source::AskRule)]
+        {
             let mut t = Fake::new("T");
             t.match_error = true;
             let x = run(&mut t, json!({}), &ctx(mode), &r);
             assert_eq!((x.behavior, x.source), (Deny, source), "{mode}");
-            assert!(
-                x.message
-                    .ends_with("its permission check failed: wasm trap: unreachable")
-            );
+            assert!(x.message.ends_with("its permission check failed: wasm trap: unreachable"));
         }
         if mode != Mode::Explore {
             let mut t = Fake::new("T");
@@ -1422,11 +864,7 @@ fn tool_errors_fail_closed() {
             let mut t = Fake::new("T");
             t.check = |_, _| Err(anyhow!("wasm trap: out of bounds memory access"));
             let x = run(&mut t, json!({}), &ctx(mode), &rules(&["T"], &[], &[]));
-            assert_eq!(
-                (x.behavior, x.source, x.bypass_immune),
-                (Deny, Source::ToolDeny, false),
-                "{mode}"
-            );
+            assert_eq!((x.behavior, x.source, x.bypass_immune), (Deny, Source::ToolDeny, false), "{mode}");
             assert_eq!(
                 x.message,
                 "Permission denied for T: its permission check failed: wasm trap: out of bounds memory access"
@@ -1466,19 +904,9 @@ fn tool_errors_fail_closed() {
             Ok(vec![])
         }
     }
-    let x = block_on(evaluate(
-        &mut Liar,
-        "{}",
-        &ctx(Mode::Bypass),
-        &rules(&["L(a)"], &[], &[]),
-    ));
+    let x = block_on(evaluate(&mut Liar, "{}", &ctx(Mode::Bypass), &rules(&["L(a)"], &[], &[])));
     assert_eq!((x.behavior, x.source), (Deny, Source::AllowRule));
-    assert!(
-        x.message
-            .contains("match-rule answered index 7, but only 1 rule contents were given"),
-        "{}",
-        x.message
-    );
+    assert!(x.message.contains("match-rule answered index 7, but only 1 rule contents were given"), "{}", x.message);
 }
 
 // ---------------------------------------------------------------------------
@@ -1492,10 +920,7 @@ mod check_tests {
     #[test]
     fn parses_minimal_and_full_requests() {
         let r = CheckRequest::parse(r#"{"tool":"Bash","input":{"command":"ls"}}"#).unwrap();
-        assert_eq!(
-            (r.id.clone(), r.tool.as_str(), r.mode),
-            (serde_json::Value::Null, "Bash", None)
-        );
+        assert_eq!((r.id.clone(), r.tool.as_str(), r.mode), (serde_json::Value::Null, "Bash", None));
         assert_eq!(r.input_text(), r#"{"command":"ls"}"#);
         let base = wd_ctx(Mode::Bypass);
         assert_eq!(r.context(&base), base);
@@ -1512,10 +937,7 @@ mod check_tests {
         assert_eq!(c.tool_config, json!({"k": 1}));
         let set = r.rule_set(&rules(&[], &["Write"], &[])).unwrap();
         assert_eq!(set.rules("Write", Allow).len(), 1);
-        assert!(
-            set.rules("Write", Deny).is_empty(),
-            "request rules replace the configured ones"
-        );
+        assert!(set.rules("Write", Deny).is_empty(), "request rules replace the configured ones");
     }
 
     #[test]
@@ -1523,125 +945,61 @@ mod check_tests {
         let e = CheckRequest::parse("{nope").unwrap_err();
         assert_eq!(e.id, serde_json::Value::Null);
         assert!(e.message.contains("not valid JSON"));
-        let e =
-            CheckRequest::parse(r#"{"id":3,"tool":"Bash","input":{},"working_dirs":["rel/dir"]}"#)
-                .unwrap_err();
+        let e = CheckRequest::parse(r#"{"id":3,"tool":"Bash","input":{},"working_dirs":["rel/dir"]}"#).unwrap_err();
         assert_eq!(e.id, json!(3));
-        assert!(
-            e.message.contains("`rel/dir` is not an absolute path"),
-            "{}",
-            e.message
-        );
+        assert!(e.message.contains("`rel/dir` is not an absolute path"), "{}", e.message);
         let e = CheckRequest::parse(r#"{"id":4,"tool":"Bash","input":{},"mood":"x"}"#).unwrap_err();
         assert!(e.message.contains("unknown field `mood`"), "{}", e.message);
         let e = CheckRequest::parse(r#"{"id":5,"tool":"Bash","input":"ls"}"#).unwrap_err();
-        assert!(
-            e.message.contains("`input` must be a JSON object"),
-            "{}",
-            e.message
-        );
+        assert!(e.message.contains("`input` must be a JSON object"), "{}", e.message);
         let e = CheckRequest::parse(r#"{"id":6,"input":{}}"#).unwrap_err();
         assert!(e.message.contains("missing field `tool`"), "{}", e.message);
-        let e =
-            CheckRequest::parse(r#"{"id":7,"tool":"Bash","input":{},"mode":"plan"}"#).unwrap_err();
-        assert!(
-            e.message.contains("unknown permission mode `plan`"),
-            "{}",
-            e.message
-        );
+        let e = CheckRequest::parse(r#"{"id":7,"tool":"Bash","input":{},"mode":"plan"}"#).unwrap_err();
+        assert!(e.message.contains("unknown permission mode `plan`"), "{}", e.message);
         let e = CheckRequest::parse(r#"{"id":8,"tool":"Bash","input":{},"cwd":"x"}"#).unwrap_err();
-        assert!(
-            e.message.contains("`cwd` `x` is not an absolute path"),
-            "{}",
-            e.message
-        );
+        assert!(e.message.contains("`cwd` `x` is not an absolute path"), "{}", e.message);
         let e = CheckRequest::parse("[1]").unwrap_err();
         assert!(e.message.contains("must be a JSON object"));
     }
 
     #[test]
     fn decision_line_has_exact_shape() {
-        let x = run(
-            &mut bash(),
-            cmd("npm i"),
-            &ctx(Mode::Default),
-            &rules(&[], &[], &["Bash(npm:*)"]),
-        );
+        let x = run(&mut bash(), cmd("npm i"), &ctx(Mode::Default), &rules(&[], &[], &["Bash(npm:*)"]));
         assert_eq!(
             decision_json(&json!(1), &x).to_string(),
             r#"{"id":1,"behavior":"ask","bypass_immune":false,"source":"ask_rule","rule":"Bash(npm:*)","message":"Permission required for Bash","reason":"Rule: npm:*","read_only":false,"tool_check":null,"suggested_rules":["Bash(npm i:*)"]}"#
         );
-        let x = run(
-            &mut writer("Write"),
-            fp("/home/user/.bashrc"),
-            &ctx(Mode::Default),
-            &RuleSet::new(),
-        );
+        let x = run(&mut writer("Write"), fp("/home/user/.bashrc"), &ctx(Mode::Default), &RuleSet::new());
         assert_eq!(
             decision_json(&json!("w"), &x).to_string(),
             r#"{"id":"w","behavior":"ask","bypass_immune":true,"source":"tool_safety_ask","rule":null,"message":"Permission required for /home/user/.bashrc (safety check)","reason":"Path is a dangerous file (safety check)","read_only":false,"tool_check":{"behavior":"ask","bypass_immune":true,"message":"Permission required for /home/user/.bashrc (safety check)"},"suggested_rules":["Write(/home/user/**)"]}"#
         );
-        let x = run(
-            &mut reader("Read"),
-            fp("/x"),
-            &ctx(Mode::Default),
-            &RuleSet::new(),
-        );
+        let x = run(&mut reader("Read"), fp("/x"), &ctx(Mode::Default), &RuleSet::new());
         assert_eq!(
             decision_json(&json!(null), &x).to_string(),
             r#"{"id":null,"behavior":"allow","bypass_immune":false,"source":"read_only","rule":null,"message":"Permission granted for Read (read-only invocation)","reason":"Read-only operations are auto-allowed","read_only":true,"tool_check":null,"suggested_rules":[]}"#
         );
-        assert_eq!(
-            error_json(&json!(2), "no tool named `X`").to_string(),
-            r#"{"id":2,"error":"no tool named `X`"}"#
-        );
+        assert_eq!(error_json(&json!(2), "no tool named `X`").to_string(), r#"{"id":2,"error":"no tool named `X`"}"#);
     }
 
     #[test]
     fn answer_line_end_to_end() {
         let resolve = async |req: &CheckRequest| -> anyhow::Result<(Fake, Context, RuleSet)> {
             match req.tool.as_str() {
-                "Bash" => Ok((
-                    bash(),
-                    ctx(Mode::Default),
-                    rules(&["Bash(git:*)"], &[], &[]),
-                )),
-                other => Err(anyhow!(
-                    "no tool named `{other}` is loaded; `toolhost list` shows the loaded tools"
-                )),
+                "Bash" => Ok((bash(), ctx(Mode::Default), rules(&["Bash(git:*)"], &[], &[]))),
+                other => Err(anyhow!("no tool named `{other}` is loaded; `toolhost list` shows the loaded tools")),
             }
         };
-        let out = block_on(answer_line(
-            r#"{"id":1,"tool":"Bash","input":{"command":"git push"}}"#,
-            resolve,
-        ));
-        assert_eq!(
-            (out["behavior"].clone(), out["rule"].clone()),
-            (json!("allow"), json!("Bash(git:*)"))
-        );
-        let out = block_on(answer_line(
-            r#"{"id":2,"tool":"Bash","input":{"command":"git push"},"mode":"explore"}"#,
-            resolve,
-        ));
+        let out = block_on(answer_line(r#"{"id":1,"tool":"Bash","input":{"command":"git push"}}"#, resolve));
+        assert_eq!((out["behavior"].clone(), out["rule"].clone()), (json!("allow"), json!("Bash(git:*)")));
+        let out =
+            block_on(answer_line(r#"{"id":2,"tool":"Bash","input":{"command":"git push"},"mode":"explore"}"#, resolve));
         assert_eq!(out["behavior"], json!("deny"));
         let out = block_on(answer_line(r#"{"id":3,"tool":"Nope","input":{}}"#, resolve));
         assert_eq!(out["id"], json!(3));
-        assert!(
-            out["error"]
-                .as_str()
-                .unwrap()
-                .contains("no tool named `Nope`")
-        );
-        let out = block_on(answer_line(
-            r#"{"id":4,"tool":"Bash","input":{},"rules":{"deny":["Bash(x"]}}"#,
-            resolve,
-        ));
-        assert!(
-            out["error"]
-                .as_str()
-                .unwrap()
-                .contains("invalid deny rule `Bash(x`")
-        );
+        assert!(out["error"].as_str().unwrap().contains("no tool named `Nope`"));
+        let out = block_on(answer_line(r#"{"id":4,"tool":"Bash","input":{},"rules":{"deny":["Bash(x"]}}"#, resolve));
+        assert!(out["error"].as_str().unwrap().contains("invalid deny rule `Bash(x`"));
         let out = block_on(answer_line("garbage", resolve));
         assert_eq!(out["id"], json!(null));
         assert!(out.get("error").is_some());
@@ -1670,10 +1028,7 @@ mod settings_tests {
         assert_eq!(p.mode, Mode::AcceptEdits);
         assert_eq!(p.working_dirs, ["/w"]);
         let set = p.rule_set().unwrap();
-        assert_eq!(
-            set.rules("Read", Deny)[0].content.as_deref(),
-            Some("/etc/**")
-        );
+        assert_eq!(set.rules("Read", Deny)[0].content.as_deref(), Some("/etc/**"));
         let f: File = toml::from_str("[permissions]\n").unwrap();
         assert_eq!(f.permissions, PermissionSettings::default());
         assert_eq!(f.permissions.mode, Mode::Default);
@@ -1681,27 +1036,12 @@ mod settings_tests {
 
     #[test]
     fn unknown_keys_and_modes_are_clear_errors() {
-        let e = toml::from_str::<File>("[permissions]\nalow = []\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("unknown field `alow`") && e.contains("`allow`"),
-            "{e}"
-        );
-        let e = toml::from_str::<File>("[permissions]\nmode = \"yolo\"\n")
-            .unwrap_err()
-            .to_string();
+        let e = toml::from_str::<File>("[permissions]\nalow = []\n").unwrap_err().to_string();
+        assert!(e.contains("unknown field `alow`") && e.contains("`allow`"), "{e}");
+        let e = toml::from_str::<File>("[permissions]\nmode = \"yolo\"\n").unwrap_err().to_string();
         assert!(e.contains("unknown permission mode `yolo`"), "{e}");
-        let p = PermissionSettings {
-            allow: vec!["Bash(".into()],
-            ..Default::default()
-        };
-        assert!(
-            p.rule_set()
-                .unwrap_err()
-                .to_string()
-                .contains("invalid allow rule `Bash(`")
-        );
+        let p = PermissionSettings { allow: vec!["Bash(".into()], ..Default::default() };
+        assert!(p.rule_set().unwrap_err().to_string().contains("invalid allow rule `Bash(`"));
     }
 
     #[test]
@@ -1716,10 +1056,7 @@ mod settings_tests {
         remember_rule(&path, &Rule::parse("Edit", Allow).unwrap()).unwrap();
         remember_rule(&path, &Rule::parse("Edit()", Allow).unwrap()).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(
-            text,
-            "[permissions]\nallow = [\"Bash(npm run:*)\", \"Edit\"]\n"
-        );
+        assert_eq!(text, "[permissions]\nallow = [\"Bash(npm run:*)\", \"Edit\"]\n");
         let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
     }
@@ -1737,11 +1074,7 @@ mod settings_tests {
             "# my settings\nbackend = \"local\" # inline\n\n[permissions]\n# the mode\nmode = \"default\"\nallow = [\n    \"Bash(git:*)\", # git is fine\n    \"Read\",\n    \"Edit(src/**)\",\n]\n\n[limits]\ntimeout_ms = 5000\n"
         );
         // A comment after the last element stays on its line.
-        std::fs::write(
-            &path,
-            "[permissions]\nallow = [\n  \"A\",\n  \"B\", # b\n]\n",
-        )
-        .unwrap();
+        std::fs::write(&path, "[permissions]\nallow = [\n  \"A\",\n  \"B\", # b\n]\n").unwrap();
         remember_rule(&path, &Rule::parse("C", Allow).unwrap()).unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
@@ -1757,10 +1090,7 @@ mod settings_tests {
         std::fs::write(&path, "# only a comment\n[limits]\ntimeout_ms = 1\n").unwrap();
         remember_rule(&path, &Rule::parse("Read", Allow).unwrap()).unwrap();
         let after = std::fs::read_to_string(&path).unwrap();
-        assert!(
-            after.starts_with("# only a comment\n[limits]\ntimeout_ms = 1\n"),
-            "{after}"
-        );
+        assert!(after.starts_with("# only a comment\n[limits]\ntimeout_ms = 1\n"), "{after}");
         let f: toml::Value = toml::from_str(&after).unwrap();
         assert_eq!(f["permissions"]["allow"][0].as_str(), Some("Read"));
         // Deny rules go to the deny list.
@@ -1782,17 +1112,9 @@ mod settings_tests {
         assert!(e.contains("is not a table"), "{e}");
         std::fs::write(&path, "[permissions]\nallow = \"Read\"\n").unwrap();
         let e = format!("{:#}", remember_rule(&path, &rule).unwrap_err());
-        assert!(
-            e.contains("`permissions.allow`") && e.contains("is not an array"),
-            "{e}"
-        );
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            "[permissions]\nallow = \"Read\"\n"
-        );
-        let e = remember_rule(&path, &Rule::tool_level("Read", Passthrough))
-            .unwrap_err()
-            .to_string();
+        assert!(e.contains("`permissions.allow`") && e.contains("is not an array"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[permissions]\nallow = \"Read\"\n");
+        let e = remember_rule(&path, &Rule::tool_level("Read", Passthrough)).unwrap_err().to_string();
         assert!(e.contains("passthrough"), "{e}");
     }
 }
@@ -1827,12 +1149,7 @@ mod properties {
         async fn check_permissions(&mut self, _: &str, _: &Context) -> anyhow::Result<ToolVerdict> {
             self.consulted_check = true;
             let (b, immune) = self.verdict.map_err(|()| anyhow!("timeout"))?;
-            Ok(ToolVerdict {
-                behavior: b,
-                message: "m".into(),
-                reason: None,
-                bypass_immune: immune,
-            })
+            Ok(ToolVerdict { behavior: b, message: "m".into(), reason: None, bypass_immune: immune })
         }
         async fn match_rule(
             &mut self,
@@ -1865,11 +1182,7 @@ mod properties {
             prop::option::of(prop::sample::select(vec!["", "a", "b", "c", "d"])),
             behavior(),
         )
-            .prop_map(|(t, c, b)| Rule {
-                tool: t.into(),
-                content: c.map(str::to_owned),
-                behavior: b,
-            })
+            .prop_map(|(t, c, b)| Rule { tool: t.into(), content: c.map(str::to_owned), behavior: b })
     }
 
     fn scripted() -> impl Strategy<Value = Scripted> {
@@ -1883,15 +1196,13 @@ mod properties {
                 1 => Just(Err(()))
             ],
         )
-            .prop_map(|(read_only, verdict, matching, match_fails, suggestions)| {
-                Scripted {
-                    read_only,
-                    verdict,
-                    matching: matching.into_iter().map(str::to_owned).collect(),
-                    match_fails,
-                    suggestions,
-                    consulted_check: false,
-                }
+            .prop_map(|(read_only, verdict, matching, match_fails, suggestions)| Scripted {
+                read_only,
+                verdict,
+                matching: matching.into_iter().map(str::to_owned).collect(),
+                match_fails,
+                suggestions,
+                consulted_check: false,
             })
     }
 

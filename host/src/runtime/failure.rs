@@ -6,13 +6,17 @@ use wasmtime::Trap;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GuestFailure {
     /// Ran past its wall-clock deadline.
-    #[error("the call exceeded its time limit of {limit_ms} ms and was stopped (raise limits.timeout_ms if it needs longer)")]
+    #[error(
+        "the call exceeded its time limit of {limit_ms} ms and was stopped (raise limits.timeout_ms if it needs longer)"
+    )]
     Timeout {
         /// The limit in force.
         limit_ms: u64,
     },
     /// Tried to grow memory beyond the cap.
-    #[error("the tool exceeded its memory limit of {limit_mib} MiB and was stopped (raise limits.max_memory_bytes if it needs more)")]
+    #[error(
+        "the tool exceeded its memory limit of {limit_mib} MiB and was stopped (raise limits.max_memory_bytes if it needs more)"
+    )]
     OutOfMemory {
         /// The limit in force, MiB.
         limit_mib: u64,
@@ -38,7 +42,13 @@ impl GuestFailure {
     /// Classifies a wasmtime error from a guest call. `stderr_tail` is what
     /// the guest last wrote to stderr; `timed_out` says the host deadline
     /// has passed.
-    pub fn classify(err: &wasmtime::Error, stderr_tail: &str, timed_out: bool, limit_ms: u64, memory_bytes: u64) -> Self {
+    pub fn classify(
+        err: &wasmtime::Error,
+        stderr_tail: &str,
+        timed_out: bool,
+        limit_ms: u64,
+        memory_bytes: u64,
+    ) -> Self {
         let text = format!("{err:?}");
         match err.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => return Self::Timeout { limit_ms },

@@ -92,10 +92,20 @@ impl Runtime {
                 Ok(engine) => (engine, true),
                 Err(e) => {
                     tracing::info!("pooling allocator unavailable ({e:#}); using on-demand allocation");
-                    (Engine::new(&config(options, false)).map_err(anyhow::Error::from).context("creating the wasmtime engine")?, false)
+                    (
+                        Engine::new(&config(options, false))
+                            .map_err(anyhow::Error::from)
+                            .context("creating the wasmtime engine")?,
+                        false,
+                    )
                 }
             },
-            true => (Engine::new(&config(options, false)).map_err(anyhow::Error::from).context("creating the wasmtime engine")?, false),
+            true => (
+                Engine::new(&config(options, false))
+                    .map_err(anyhow::Error::from)
+                    .context("creating the wasmtime engine")?,
+                false,
+            ),
         };
         let tool_linker = imports::tool_linker(&engine)?;
         let middleware_linker = imports::middleware_linker(&engine)?;

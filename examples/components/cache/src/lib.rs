@@ -12,14 +12,15 @@
 
 use serde_json::json;
 use toolhost_sdk::middleware::{Middleware, Next, is_error, metadata_chunk, text_of};
-use toolhost_sdk::{ContentBlock, Output, ResultState, ToolError, ToolMetadata, export_middleware, log, state, text_chunk};
+use toolhost_sdk::{
+    ContentBlock, Output, ResultState, ToolError, ToolMetadata, export_middleware, log, state, text_chunk,
+};
 
 struct Cache;
 
 impl Middleware for Cache {
     const NAME: &'static str = "cache";
-    const DESCRIPTION: &'static str =
-        "Answers repeated calls of read-only tools from the agent state without running them (needs --grant cache=state).";
+    const DESCRIPTION: &'static str = "Answers repeated calls of read-only tools from the agent state without running them (needs --grant cache=state).";
 
     fn on_tool_call(tool: &ToolMetadata, input: String, next: &Next, out: &mut Output) -> Result<(), ToolError> {
         if !tool.read_only {

@@ -73,7 +73,8 @@ struct Redact;
 
 impl Middleware for Redact {
     const NAME: &'static str = "redact";
-    const DESCRIPTION: &'static str = "Redacts AWS access key ids and password=/secret=/token= values from text output.";
+    const DESCRIPTION: &'static str =
+        "Redacts AWS access key ids and password=/secret=/token= values from text output.";
 
     fn on_tool_call(_tool: &ToolMetadata, input: String, next: &Next, out: &mut Output) -> Result<(), ToolError> {
         let inner = next.run(&input)?;

@@ -45,7 +45,8 @@ fn rewrite(input: &str, schema: &str) -> (String, Vec<String>, Vec<String>) {
 
 impl Middleware for RewriteInput {
     const NAME: &'static str = "rewrite-input";
-    const DESCRIPTION: &'static str = "Trims string fields and fills in the schema's defaults before the tool sees the input.";
+    const DESCRIPTION: &'static str =
+        "Trims string fields and fills in the schema's defaults before the tool sees the input.";
 
     fn on_tool_call(tool: &ToolMetadata, input: String, next: &Next, out: &mut Output) -> Result<(), ToolError> {
         let (input, trimmed, added) = rewrite(&input, &tool.input_schema);

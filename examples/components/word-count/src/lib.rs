@@ -26,7 +26,11 @@ struct Counts {
 impl Counts {
     fn of(bytes: &[u8]) -> Self {
         let text = String::from_utf8_lossy(bytes);
-        Self { lines: bytes.iter().filter(|&&b| b == b'\n').count(), words: text.split_whitespace().count(), bytes: bytes.len() }
+        Self {
+            lines: bytes.iter().filter(|&&b| b == b'\n').count(),
+            words: text.split_whitespace().count(),
+            bytes: bytes.len(),
+        }
     }
 }
 
@@ -53,7 +57,12 @@ impl Tool for WordCount {
             .reads("$WORKDIRS")
     }
 
-    fn match_rule(_behavior: PermissionBehavior, rule_content: &str, input: &Input, _ctx: &toolhost_sdk::Context) -> bool {
+    fn match_rule(
+        _behavior: PermissionBehavior,
+        rule_content: &str,
+        input: &Input,
+        _ctx: &toolhost_sdk::Context,
+    ) -> bool {
         // `WordCount(/src/)` covers calls whose every path starts with that prefix.
         input.paths.iter().all(|p| p.starts_with(rule_content))
     }

@@ -25,8 +25,7 @@ mod sed;
 
 pub use patterns::DANGEROUS_COMMANDS;
 pub use readonly::{
-    FIND_MUTATING_PREDICATES, GIT_READ_ONLY_COMMANDS, HARMLESS_ENV_VARS, READ_ONLY_COMMANDS,
-    SAFE_COMMANDS,
+    FIND_MUTATING_PREDICATES, GIT_READ_ONLY_COMMANDS, HARMLESS_ENV_VARS, READ_ONLY_COMMANDS, SAFE_COMMANDS,
 };
 pub use rules::match_rule_text;
 pub use sed::check_sed_args;
@@ -102,12 +101,7 @@ pub enum RuleKind {
 }
 
 fn verdict(behavior: Behavior, message: String, reason: Option<&str>, immune: bool) -> Verdict {
-    Verdict {
-        behavior,
-        message,
-        reason: reason.map(str::to_string),
-        bypass_immune: immune,
-    }
+    Verdict { behavior, message, reason: reason.map(str::to_string), bypass_immune: immune }
 }
 
 fn safety_ask(message: String, reason: &str) -> Verdict {
@@ -121,8 +115,7 @@ fn injection_risk(a: &Analysis) -> Option<String> {
     if a.parse_error {
         return Some(PARSE_FAILED.to_string());
     }
-    a.dynamic
-        .map(|t| format!("Command contains {t} which cannot be statically analyzed"))
+    a.dynamic.map(|t| format!("Command contains {t} which cannot be statically analyzed"))
 }
 
 /// `check_read_only` (spec §5.2): true only when the command parses, has no
@@ -134,9 +127,7 @@ pub fn check_read_only(command: &str) -> bool {
         return false;
     }
     let a = analyse(command, "/", "/");
-    injection_risk(&a).is_none()
-        && !a.parts.is_empty()
-        && a.parts.iter().all(readonly::part_is_read_only)
+    injection_risk(&a).is_none() && !a.parts.is_empty() && a.parts.iter().all(readonly::part_is_read_only)
 }
 
 /// `check_permissions` (spec §5.3): the layers in reference order, each
@@ -199,10 +190,7 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
     }
     if !sensitive.is_empty() {
         return safety_ask(
-            format!(
-                "Permission required: Bash command operates on sensitive paths: {}",
-                sensitive.join(", ")
-            ),
+            format!("Permission required: Bash command operates on sensitive paths: {}", sensitive.join(", ")),
             "Safety check: dangerous file or directory in bash command",
         );
     }
@@ -221,21 +209,14 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
     {
         return verdict(
             Behavior::Allow,
-            format!(
-                "Permission granted for '{base}' command (filesystem command, all targets in working directory)"
-            ),
+            format!("Permission granted for '{base}' command (filesystem command, all targets in working directory)"),
             Some(&format!(
                 "Filesystem command '{base}' is auto-allowed because all target paths are within a working directory"
             )),
             false,
         );
     }
-    verdict(
-        Behavior::Passthrough,
-        format!("Execute bash command: {command}"),
-        None,
-        false,
-    )
+    verdict(Behavior::Passthrough, format!("Execute bash command: {command}"), None, false)
 }
 
 /// Layer 6: the program of the first filesystem part when every part is
@@ -262,11 +243,7 @@ fn fs_auto_allow(a: &Analysis, ctx: &Context) -> Option<String> {
 
 /// The texts of a part that deny and ask rules are matched against.
 fn deny_texts(p: &parse::Part) -> [String; 3] {
-    [
-        p.text(),
-        p.words_text(),
-        normalize::normalized_text(&p.words),
-    ]
+    [p.text(), p.words_text(), normalize::normalized_text(&p.words)]
 }
 
 /// Fallback fragments when the command does not parse: split on every
@@ -275,18 +252,13 @@ fn deny_texts(p: &parse::Part) -> [String; 3] {
 fn fallback_fragments(command: &str) -> Vec<String> {
     let mut out = Vec::new();
     for frag in command.split([';', '&', '|', '\n', '(', ')', '`', '{', '}', '"', '\'']) {
-        let toks: Vec<&str> = frag
-            .split_whitespace()
-            .skip_while(|t| t.contains('='))
-            .collect();
+        let toks: Vec<&str> = frag.split_whitespace().skip_while(|t| t.contains('=')).collect();
         if toks.is_empty() {
             continue;
         }
         out.push(toks.join(" "));
         let mut k = 0;
-        while k < toks.len()
-            && normalize::WRAPPERS.contains(&toks[k].rsplit('/').next().unwrap_or(toks[k]))
-        {
+        while k < toks.len() && normalize::WRAPPERS.contains(&toks[k].rsplit('/').next().unwrap_or(toks[k])) {
             k += 1;
             while k < toks.len() && toks[k].starts_with('-') {
                 k += 1;
@@ -334,20 +306,14 @@ pub fn match_rules(kind: RuleKind, rule_contents: &[String], command: &str) -> O
                     wildcard = true;
                 }
             }
-            rule_contents.iter().position(|r| {
-                r.is_empty() || wildcard || texts.iter().any(|t| match_rule_text(r, t))
-            })
+            rule_contents.iter().position(|r| r.is_empty() || wildcard || texts.iter().any(|t| match_rule_text(r, t)))
         }
         RuleKind::Allow => {
             if injection_risk(&a).is_some() {
                 // Only a tool-wide (empty) rule covers an unanalysable command.
                 return rule_contents.iter().position(|r| r.is_empty());
             }
-            let find = |text: &str| {
-                rule_contents
-                    .iter()
-                    .position(|r| r.is_empty() || match_rule_text(r, text))
-            };
+            let find = |text: &str| rule_contents.iter().position(|r| r.is_empty() || match_rule_text(r, text));
             let mut used: Option<usize> = None;
             let mut any_strict = false;
             for p in &a.parts {
@@ -355,11 +321,7 @@ pub fn match_rules(kind: RuleKind, rule_contents: &[String], command: &str) -> O
                     continue;
                 }
                 any_strict = true;
-                let text = if readonly::assigns_harmless(p) {
-                    p.words_text()
-                } else {
-                    p.text()
-                };
+                let text = if readonly::assigns_harmless(p) { p.words_text() } else { p.text() };
                 let i = find(&text)?;
                 used.get_or_insert(i);
             }
@@ -370,8 +332,7 @@ pub fn match_rules(kind: RuleKind, rule_contents: &[String], command: &str) -> O
                 return find(command);
             }
             rule_contents.iter().position(|r| {
-                match_rule_text(r, command)
-                    || a.parts.iter().any(|p| match_rule_text(r, &p.words_text()))
+                match_rule_text(r, command) || a.parts.iter().any(|p| match_rule_text(r, &p.words_text()))
             })
         }
     }

@@ -4,21 +4,12 @@ use crate::parse::Word;
 
 /// Directories whose programs we judge by their basename (`/bin/ls` is `ls`)
 /// for read-only and allow purposes. Any other path keeps its full text.
-const SYSTEM_BIN_DIRS: &[&str] = &[
-    "/bin",
-    "/usr/bin",
-    "/usr/local/bin",
-    "/sbin",
-    "/usr/sbin",
-    "/usr/local/sbin",
-    "/opt/homebrew/bin",
-];
+const SYSTEM_BIN_DIRS: &[&str] =
+    &["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin", "/opt/homebrew/bin"];
 
 /// Programs that run another program given as their arguments.
-pub(crate) const WRAPPERS: &[&str] = &[
-    "command", "builtin", "exec", "env", "nice", "nohup", "sudo", "doas", "time", "timeout",
-    "xargs", "stdbuf",
-];
+pub(crate) const WRAPPERS: &[&str] =
+    &["command", "builtin", "exec", "env", "nice", "nohup", "sudo", "doas", "time", "timeout", "xargs", "stdbuf"];
 
 /// The basename of the command word (`/usr/bin/rm` → `rm`, `\rm` → `rm`),
 /// `None` when the word is dynamic (`$X`, `$(..)`).
@@ -36,20 +27,13 @@ pub(crate) fn trusted_program(w: &Word) -> Option<String> {
         return Some(v.clone());
     }
     let (dir, base) = v.rsplit_once('/')?;
-    if SYSTEM_BIN_DIRS.contains(&dir) && !base.is_empty() {
-        Some(base.to_string())
-    } else {
-        None
-    }
+    if SYSTEM_BIN_DIRS.contains(&dir) && !base.is_empty() { Some(base.to_string()) } else { None }
 }
 
 /// Options of each wrapper that take a separate argument.
 fn takes_arg(wrapper: &str, opt: &str) -> bool {
     match wrapper {
-        "sudo" => matches!(
-            opt,
-            "-u" | "-g" | "-C" | "-D" | "-h" | "-p" | "-r" | "-t" | "-U" | "-T" | "-R"
-        ),
+        "sudo" => matches!(opt, "-u" | "-g" | "-C" | "-D" | "-h" | "-p" | "-r" | "-t" | "-U" | "-T" | "-R"),
         "doas" => matches!(opt, "-u" | "-C"),
         "env" => matches!(opt, "-u" | "-C" | "--unset" | "--chdir"),
         "nice" => matches!(opt, "-n" | "--adjustment"),
@@ -138,10 +122,7 @@ pub(crate) fn strip_wrappers(words: &[Word]) -> &[Word] {
 
 /// True when the part's command is run through a wrapper.
 pub(crate) fn has_wrapper(words: &[Word]) -> bool {
-    words
-        .first()
-        .and_then(program_name)
-        .is_some_and(|n| WRAPPERS.contains(&n.as_str()))
+    words.first().and_then(program_name).is_some_and(|n| WRAPPERS.contains(&n.as_str()))
 }
 
 /// The part's words with wrappers stripped and the program replaced by its

@@ -12,9 +12,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use brush_parser::ast;
-use brush_parser::word::{
-    self, Parameter, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource,
-};
+use brush_parser::word::{self, Parameter, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource};
 use brush_parser::{Parser, ParserOptions};
 
 /// Maximum nesting of substitutions / nested scripts we follow before giving up.
@@ -289,10 +287,7 @@ impl Walker {
                 self.ext_test(&t.expr);
                 let first = self.out.parts.len();
                 // Give the redirections a carrier so their targets are judged.
-                self.push_part(Part {
-                    words: vec![static_word("[[")],
-                    ..Part::default()
-                });
+                self.push_part(Part { words: vec![static_word("[[")], ..Part::default() });
                 if let Some(r) = redirs {
                     self.attach_redirects(first, &r.0);
                 }
@@ -341,17 +336,11 @@ impl Walker {
         match c {
             C::Arithmetic(a) => {
                 self.arith(&a.expr.value);
-                self.push_part(Part {
-                    words: vec![static_word("((")],
-                    ..Part::default()
-                });
+                self.push_part(Part { words: vec![static_word("((")], ..Part::default() });
             }
             C::ArithmeticForClause(f) => {
                 self.flag("for_statement");
-                for e in [&f.initializer, &f.condition, &f.updater]
-                    .into_iter()
-                    .flatten()
-                {
+                for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
                     self.arith(&e.value);
                 }
                 self.list(&f.body.list);
@@ -427,15 +416,10 @@ impl Walker {
         };
         match name {
             "cd" | "pushd" => {
-                let args: Vec<&Word> = p.words[1..]
-                    .iter()
-                    .filter(|w| !w.text().starts_with('-'))
-                    .collect();
+                let args: Vec<&Word> = p.words[1..].iter().filter(|w| !w.text().starts_with('-')).collect();
                 self.cwd = match (args.first(), &self.cwd) {
                     (None, _) if name == "cd" => Some(self.home.clone()),
-                    (Some(w), Some(cur)) => w
-                        .path()
-                        .map(|d| toolhost_policy::normalize(&d, cur, &self.home)),
+                    (Some(w), Some(cur)) => w.path().map(|d| toolhost_policy::normalize(&d, cur, &self.home)),
                     _ => None,
                 };
             }
@@ -484,10 +468,7 @@ impl Walker {
                 }
                 ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
                     self.flag("process_substitution");
-                    part.words.push(Word {
-                        raw: "<(...)".into(),
-                        ..Word::default()
-                    });
+                    part.words.push(Word { raw: "<(...)".into(), ..Word::default() });
                     self.nested_list(&sub.list);
                 }
             }
@@ -565,21 +546,14 @@ impl Walker {
                 T::Duplicate(w) => {
                     let word = self.word(w);
                     let v = word.value.clone().unwrap_or_default();
-                    let is_fd = !v.is_empty()
-                        && v.trim_end_matches('-').chars().all(|c| c.is_ascii_digit());
+                    let is_fd = !v.is_empty() && v.trim_end_matches('-').chars().all(|c| c.is_ascii_digit());
                     if is_fd || v == "-" {
                         None
                     } else if matches!(kind, K::DuplicateOutput) {
                         // `>&file` writes stdout and stderr to `file`.
-                        Some(Redirect {
-                            kind: RedirKind::Write,
-                            target: word,
-                        })
+                        Some(Redirect { kind: RedirKind::Write, target: word })
                     } else {
-                        Some(Redirect {
-                            kind: RedirKind::Read,
-                            target: word,
-                        })
+                        Some(Redirect { kind: RedirKind::Read, target: word })
                     }
                 }
                 T::ProcessSubstitution(_, sub) => {
@@ -590,10 +564,7 @@ impl Walker {
             },
             R::OutputAndError(w, _) => {
                 let word = self.word(w);
-                Some(Redirect {
-                    kind: RedirKind::Write,
-                    target: word,
-                })
+                Some(Redirect { kind: RedirKind::Write, target: word })
             }
             R::HereString(_, w) => {
                 self.word(w);
@@ -650,35 +621,19 @@ impl Walker {
             }
             Err(_) => {
                 self.out.parse_error = true;
-                Word {
-                    raw,
-                    ..Word::default()
-                }
+                Word { raw, ..Word::default() }
             }
         }
     }
 
-    fn pieces(
-        &mut self,
-        src: &str,
-        pieces: &[WordPieceWithSource],
-        st: &mut WordState,
-        in_dq: bool,
-    ) {
+    fn pieces(&mut self, src: &str, pieces: &[WordPieceWithSource], st: &mut WordState, in_dq: bool) {
         for p in pieces {
             let piece_src = src.get(p.start_index..p.end_index).unwrap_or("");
             self.piece(src, piece_src, &p.piece, st, in_dq);
         }
     }
 
-    fn piece(
-        &mut self,
-        src: &str,
-        piece_src: &str,
-        p: &WordPiece,
-        st: &mut WordState,
-        in_dq: bool,
-    ) {
+    fn piece(&mut self, src: &str, piece_src: &str, p: &WordPiece, st: &mut WordState, in_dq: bool) {
         match p {
             WordPiece::Text(s) => {
                 if !in_dq {
@@ -696,8 +651,7 @@ impl Walker {
                 Some(d) => st.value.push_str(&d),
                 None => st.dynamic = true,
             },
-            WordPiece::DoubleQuotedSequence(inner)
-            | WordPiece::GettextDoubleQuotedSequence(inner) => {
+            WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => {
                 self.pieces(src, inner, st, true);
             }
             WordPiece::TildeExpansion(t) => match t {
@@ -754,99 +708,41 @@ impl Walker {
         use ParameterExpr as P;
         let mut texts: Vec<&str> = Vec::new();
         let param = match e {
-            P::Parameter { parameter, .. }
-            | P::ParameterLength { parameter, .. }
-            | P::Transform { parameter, .. } => parameter,
-            P::UseDefaultValues {
-                parameter,
-                default_value: t,
-                ..
+            P::Parameter { parameter, .. } | P::ParameterLength { parameter, .. } | P::Transform { parameter, .. } => {
+                parameter
             }
-            | P::AssignDefaultValues {
-                parameter,
-                default_value: t,
-                ..
-            } => {
+            P::UseDefaultValues { parameter, default_value: t, .. }
+            | P::AssignDefaultValues { parameter, default_value: t, .. } => {
                 texts.extend(t.as_deref());
                 parameter
             }
-            P::IndicateErrorIfNullOrUnset {
-                parameter,
-                error_message: t,
-                ..
-            } => {
+            P::IndicateErrorIfNullOrUnset { parameter, error_message: t, .. } => {
                 texts.extend(t.as_deref());
                 parameter
             }
-            P::UseAlternativeValue {
-                parameter,
-                alternative_value: t,
-                ..
-            } => {
+            P::UseAlternativeValue { parameter, alternative_value: t, .. } => {
                 texts.extend(t.as_deref());
                 parameter
             }
-            P::RemoveSmallestSuffixPattern {
-                parameter,
-                pattern: t,
-                ..
-            }
-            | P::RemoveLargestSuffixPattern {
-                parameter,
-                pattern: t,
-                ..
-            }
-            | P::RemoveSmallestPrefixPattern {
-                parameter,
-                pattern: t,
-                ..
-            }
-            | P::RemoveLargestPrefixPattern {
-                parameter,
-                pattern: t,
-                ..
-            }
-            | P::UppercaseFirstChar {
-                parameter,
-                pattern: t,
-                ..
-            }
-            | P::UppercasePattern {
-                parameter,
-                pattern: t,
-                ..
-            }
-            | P::LowercaseFirstChar {
-                parameter,
-                pattern: t,
-                ..
-            }
-            | P::LowercasePattern {
-                parameter,
-                pattern: t,
-                ..
-            } => {
+            P::RemoveSmallestSuffixPattern { parameter, pattern: t, .. }
+            | P::RemoveLargestSuffixPattern { parameter, pattern: t, .. }
+            | P::RemoveSmallestPrefixPattern { parameter, pattern: t, .. }
+            | P::RemoveLargestPrefixPattern { parameter, pattern: t, .. }
+            | P::UppercaseFirstChar { parameter, pattern: t, .. }
+            | P::UppercasePattern { parameter, pattern: t, .. }
+            | P::LowercaseFirstChar { parameter, pattern: t, .. }
+            | P::LowercasePattern { parameter, pattern: t, .. } => {
                 texts.extend(t.as_deref());
                 parameter
             }
-            P::Substring {
-                parameter,
-                offset,
-                length,
-                ..
-            } => {
+            P::Substring { parameter, offset, length, .. } => {
                 self.arith(&offset.value);
                 if let Some(l) = length {
                     self.arith(&l.value);
                 }
                 parameter
             }
-            P::ReplaceSubstring {
-                parameter,
-                pattern,
-                replacement,
-                ..
-            } => {
+            P::ReplaceSubstring { parameter, pattern, replacement, .. } => {
                 texts.push(pattern);
                 texts.extend(replacement.as_deref());
                 parameter
@@ -880,11 +776,7 @@ struct WordState {
 }
 
 fn static_word(s: &str) -> Word {
-    Word {
-        raw: s.to_string(),
-        value: Some(s.to_string()),
-        ..Word::default()
-    }
+    Word { raw: s.to_string(), value: Some(s.to_string()), ..Word::default() }
 }
 
 fn assignment_name(a: &ast::Assignment) -> String {

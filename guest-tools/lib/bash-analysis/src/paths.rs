@@ -7,8 +7,8 @@ use toolhost_policy::{DangerLists, fnmatch, is_dangerous_path, normalize};
 /// Commands whose non-flag arguments are paths for the sensitive-path check
 /// (reference AST list plus `tee`, `truncate`, `install`, `shred`, `unlink`).
 pub const FILE_COMMANDS: &[&str] = &[
-    "rm", "mv", "cp", "chmod", "chown", "chgrp", "touch", "ln", "sed", "mkdir", "rmdir", "tee",
-    "truncate", "install", "shred", "unlink",
+    "rm", "mv", "cp", "chmod", "chown", "chgrp", "touch", "ln", "sed", "mkdir", "rmdir", "tee", "truncate", "install",
+    "shred", "unlink",
 ];
 
 /// Filesystem commands auto-allowed in accept-edits / dont-ask (§5.7).
@@ -31,17 +31,10 @@ pub(crate) struct Target {
 pub(crate) fn target(w: &Word, part: &Part, home: &str) -> Target {
     let abs = match (w.path(), &part.cwd) {
         (Some(p), Some(cwd)) => Some(normalize(&p, cwd, home)),
-        (Some(p), None) if p.starts_with('/') || (w.tilde && p.starts_with('~')) => {
-            Some(normalize(&p, "/", home))
-        }
+        (Some(p), None) if p.starts_with('/') || (w.tilde && p.starts_with('~')) => Some(normalize(&p, "/", home)),
         _ => None,
     };
-    Target {
-        display: w.text().to_string(),
-        abs,
-        glob: w.glob,
-        raw: w.raw.clone(),
-    }
+    Target { display: w.text().to_string(), abs, glob: w.glob, raw: w.raw.clone() }
 }
 
 /// The path arguments of a file command: non-flag words (all words after
@@ -87,13 +80,7 @@ pub(crate) fn path_args(program: &str, args: &[Word]) -> Vec<Word> {
             {
                 // `--target-directory=DIR`: judge DIR (unknown if dynamic).
                 let value = w.value.as_ref().map(|_| v.to_string());
-                out.push(Word {
-                    raw: v.to_string(),
-                    value,
-                    tilde: v.starts_with('~'),
-                    glob: w.glob,
-                    brace: w.brace,
-                });
+                out.push(Word { raw: v.to_string(), value, tilde: v.starts_with('~'), glob: w.glob, brace: w.brace });
             }
             continue;
         }
@@ -171,11 +158,7 @@ pub(crate) fn target_is_dangerous(t: &Target, home: &str, lists: &DangerLists) -
             }
         } else if segs.len() >= fsegs.len() {
             let tail = &segs[segs.len() - fsegs.len()..];
-            if tail
-                .iter()
-                .zip(&fsegs)
-                .all(|(p, n)| seg_matches(p, n, true))
-            {
+            if tail.iter().zip(&fsegs).all(|(p, n)| seg_matches(p, n, true)) {
                 return true;
             }
         }
@@ -236,10 +219,7 @@ pub(crate) fn fs_edit_targets(part: &Part, home: &str) -> Option<(String, Vec<Ta
     if !FS_EDIT_COMMANDS.contains(&name.as_str()) {
         return None;
     }
-    let mut out: Vec<Target> = path_args(&name, args)
-        .iter()
-        .map(|w| target(w, part, home))
-        .collect();
+    let mut out: Vec<Target> = path_args(&name, args).iter().map(|w| target(w, part, home)).collect();
     for r in &part.redirects {
         if !r.is_dev_null() {
             out.push(target(&r.target, part, home));

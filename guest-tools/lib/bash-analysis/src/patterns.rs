@@ -30,10 +30,7 @@ fn pattern_hits(pattern: &str, text: &str) -> bool {
         while let Some(pos) = text[start..].find(pattern) {
             let at = start + pos;
             let end = at + pattern.len();
-            let before_ok = text[..at]
-                .chars()
-                .next_back()
-                .is_none_or(|c| !is_word_char(c));
+            let before_ok = text[..at].chars().next_back().is_none_or(|c| !is_word_char(c));
             let after_ok = text[end..].chars().next().is_none_or(|c| !is_word_char(c));
             if before_ok && after_ok {
                 return true;

@@ -79,9 +79,7 @@ pub const NO_SUGGEST_PROGRAMS: &[&str] = &[
 fn subcommand_like(s: &str) -> bool {
     let mut chars = s.chars();
     let Some(c0) = chars.next() else { return false };
-    c0.is_ascii_alphabetic()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '@'))
+    c0.is_ascii_alphabetic() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '@'))
 }
 
 /// The prefix (`"git commit"`, or `"make"` when the second word is a flag
@@ -96,15 +94,12 @@ pub(crate) fn part_prefix(p: &Part) -> Option<String> {
     let first = p.words.first()?;
     let name = first.value.as_ref()?;
     let base = name.rsplit('/').next().unwrap_or(name);
-    if SAFE_COMMANDS.contains(&base.to_lowercase().as_str()) || NO_SUGGEST_PROGRAMS.contains(&base)
-    {
+    if SAFE_COMMANDS.contains(&base.to_lowercase().as_str()) || NO_SUGGEST_PROGRAMS.contains(&base) {
         return None;
     }
     let second = p.words.get(1)?;
     match &second.value {
-        Some(v) if subcommand_like(v) && second.raw == *v => {
-            Some(format!("{} {}", first.raw, second.raw))
-        }
+        Some(v) if subcommand_like(v) && second.raw == *v => Some(format!("{} {}", first.raw, second.raw)),
         _ => Some(first.raw.clone()),
     }
 }

@@ -5,9 +5,7 @@ use crate::parse::{Part, RedirKind};
 
 /// Commands that are read-only whatever their arguments (reference
 /// `SAFE_COMMANDS` without `tee`, removed in 2.0.11).
-pub const SAFE_COMMANDS: &[&str] = &[
-    "echo", "cat", "ls", "pwd", "cd", "true", "false", "printf", "grep",
-];
+pub const SAFE_COMMANDS: &[&str] = &["echo", "cat", "ls", "pwd", "cd", "true", "false", "printf", "grep"];
 
 /// Read-only git invocations (reference list without `git branch`,
 /// `git tag`, `git remote`, `git reflog`, removed in 2.0.11), plus the other
@@ -77,14 +75,13 @@ pub const READ_ONLY_COMMANDS: &[&str] = &[
 /// Read-only programs that have no option which writes or executes, so a
 /// dynamic argument (`cat $F`) cannot change that.
 const DYNAMIC_ARGS_OK: &[&str] = &[
-    "echo", "cat", "ls", "pwd", "cd", "true", "false", "printf", "grep", "head", "tail", "wc",
-    "stat", "which", "whereis", "type",
+    "echo", "cat", "ls", "pwd", "cd", "true", "false", "printf", "grep", "head", "tail", "wc", "stat", "which",
+    "whereis", "type",
 ];
 
 /// `find` predicates that write, delete or execute.
-pub const FIND_MUTATING_PREDICATES: &[&str] = &[
-    "-delete", "-exec", "-execdir", "-fls", "-fprint", "-fprint0", "-fprintf", "-ok", "-okdir",
-];
+pub const FIND_MUTATING_PREDICATES: &[&str] =
+    &["-delete", "-exec", "-execdir", "-fls", "-fprint", "-fprint0", "-fprintf", "-ok", "-okdir"];
 
 /// `find` primaries whose next argument is an operand (a name, a pattern...).
 const FIND_ARG_PRIMARIES: &[&str] = &[
@@ -177,9 +174,7 @@ pub const HARMLESS_ENV_VARS: &[&str] = &[
 
 /// True when every leading assignment of the part is harmless.
 pub(crate) fn assigns_harmless(part: &Part) -> bool {
-    part.assigns
-        .iter()
-        .all(|(n, _)| HARMLESS_ENV_VARS.contains(&n.as_str()))
+    part.assigns.iter().all(|(n, _)| HARMLESS_ENV_VARS.contains(&n.as_str()))
 }
 
 /// True when this single part only reads.
@@ -190,11 +185,7 @@ pub(crate) fn assigns_harmless(part: &Part) -> bool {
 /// mutating predicate in predicate position (quoted or not); options that
 /// write or execute (`git diff --output=f`, `rg --pre cmd`, `tree -o f`).
 pub(crate) fn part_is_read_only(part: &Part) -> bool {
-    if part
-        .redirects
-        .iter()
-        .any(|r| r.kind == RedirKind::Write && !r.is_dev_null())
-    {
+    if part.redirects.iter().any(|r| r.kind == RedirKind::Write && !r.is_dev_null()) {
         return false;
     }
     if !assigns_harmless(part) {
@@ -228,8 +219,7 @@ pub(crate) fn part_is_read_only(part: &Part) -> bool {
         text.push_str(v);
     }
     let listed = |list: &[&str]| {
-        list.iter()
-            .any(|c| text.strip_prefix(c).is_some_and(|rest| rest.is_empty() || rest.starts_with(' ')))
+        list.iter().any(|c| text.strip_prefix(c).is_some_and(|rest| rest.is_empty() || rest.starts_with(' ')))
     };
     if listed(READ_ONLY_COMMANDS) || listed(GIT_READ_ONLY_COMMANDS) {
         return true;

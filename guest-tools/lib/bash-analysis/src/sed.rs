@@ -139,10 +139,7 @@ fn check_expression(e: &str, n_flag: bool) -> Option<String> {
     {
         let parts: Vec<&str> = rest[delim.len_utf8()..].split(delim).collect();
         if parts.len() >= 2 {
-            let flags_ok = parts.get(2).is_none_or(|f| {
-                f.chars()
-                    .all(|c| c == 'g' || c == 'p' || c.is_ascii_digit())
-            });
+            let flags_ok = parts.get(2).is_none_or(|f| f.chars().all(|c| c == 'g' || c == 'p' || c.is_ascii_digit()));
             // More than three parts means extra delimiters after the flags.
             if flags_ok && parts.len() <= 3 {
                 return None;

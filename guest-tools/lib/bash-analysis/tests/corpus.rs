@@ -33,17 +33,10 @@ fn corpus() {
         }
         n += 1;
         let cols: Vec<&str> = line.split('\t').collect();
-        let (head, cmd, exp) = (
-            cols[0],
-            cols[1].replace('⏎', "\n").replace("\\t", "\t"),
-            cols[2],
-        );
-        let flags: Vec<&str> = cols
-            .get(3)
-            .map(|f| f.split(' ').filter(|s| !s.is_empty()).collect())
-            .unwrap_or_default();
-        let mut fail =
-            |what: String| failures.push(format!("line {}: {head} {cmd:?}: {what}", lineno + 1));
+        let (head, cmd, exp) = (cols[0], cols[1].replace('⏎', "\n").replace("\\t", "\t"), cols[2]);
+        let flags: Vec<&str> =
+            cols.get(3).map(|f| f.split(' ').filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+        let mut fail = |what: String| failures.push(format!("line {}: {head} {cmd:?}: {what}", lineno + 1));
         if let Some((kind, rules)) = head.split_once(':') {
             let kind = match kind {
                 "allow" => RuleKind::Allow,
@@ -99,19 +92,9 @@ fn corpus() {
         }
         // The invariant holds on every row: allowed ⇒ nothing unsafe got through.
         if ro {
-            assert_ne!(
-                v.behavior,
-                Behavior::Ask,
-                "line {}: read-only but asks",
-                lineno + 1
-            );
+            assert_ne!(v.behavior, Behavior::Ask, "line {}: read-only but asks", lineno + 1);
         }
     }
     assert!(n > 500, "corpus too small: {n}");
-    assert!(
-        failures.is_empty(),
-        "{} of {n} rows failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} of {n} rows failed:\n{}", failures.len(), failures.join("\n"));
 }

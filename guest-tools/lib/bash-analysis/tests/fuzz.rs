@@ -5,26 +5,11 @@ use bash_analysis::*;
 use proptest::prelude::*;
 
 fn ctx(mode: Mode) -> Context {
-    Context {
-        mode,
-        working_dirs: vec!["/tmp/project".into()],
-        cwd: "/tmp/project".into(),
-        home: "/home/user".into(),
-    }
+    Context { mode, working_dirs: vec!["/tmp/project".into()], cwd: "/tmp/project".into(), home: "/home/user".into() }
 }
 
-const RO: &[&str] = &[
-    "ls",
-    "ls -la",
-    "cat f.txt",
-    "pwd",
-    "git status",
-    "grep -r x .",
-    "echo hi",
-    "git log -n 3",
-    "wc -l f",
-    "head f",
-];
+const RO: &[&str] =
+    &["ls", "ls -la", "cat f.txt", "pwd", "git status", "grep -r x .", "echo hi", "git log -n 3", "wc -l f", "head f"];
 const BAD: &[&str] = &[
     "rm x",
     "rm -rf /",
@@ -42,16 +27,11 @@ const BAD: &[&str] = &[
     "find . -delete",
     "sed -i s/a/b/ f",
 ];
-const SEPS: &[&str] = &[
-    ";", " ; ", "&&", " && ", "||", "|", " | ", "|&", " & ", "&", "\n", " ;\n", "\n\n",
-];
+const SEPS: &[&str] = &[";", " ; ", "&&", " && ", "||", "|", " | ", "|&", " & ", "&", "\n", " ;\n", "\n\n"];
 
 /// Disguises a simple command's program the ways people try to sneak it past rules.
 fn disguise(cmd: &str, how: u8) -> String {
-    let (prog, rest) = cmd
-        .split_once(' ')
-        .map(|(p, r)| (p, format!(" {r}")))
-        .unwrap_or((cmd, String::new()));
+    let (prog, rest) = cmd.split_once(' ').map(|(p, r)| (p, format!(" {r}"))).unwrap_or((cmd, String::new()));
     match how % 9 {
         0 => cmd.to_string(),
         1 => format!("'{prog}'{rest}"),
@@ -66,22 +46,14 @@ fn disguise(cmd: &str, how: u8) -> String {
 }
 
 fn compound() -> impl Strategy<Value = (String, Vec<&'static str>)> {
-    prop::collection::vec(
-        (any::<bool>(), 0usize..16, 0u8..9, 0usize..SEPS.len()),
-        1..5,
-    )
-    .prop_map(|items| {
+    prop::collection::vec((any::<bool>(), 0usize..16, 0u8..9, 0usize..SEPS.len()), 1..5).prop_map(|items| {
         let mut s = String::new();
         let mut used: Vec<&'static str> = Vec::new();
         for (k, (bad, i, how, sep)) in items.iter().enumerate() {
             if k > 0 {
                 s.push_str(SEPS[*sep]);
             }
-            let part = if *bad {
-                BAD[i % BAD.len()]
-            } else {
-                RO[i % RO.len()]
-            };
+            let part = if *bad { BAD[i % BAD.len()] } else { RO[i % RO.len()] };
             if *bad {
                 used.push(part);
             }
@@ -162,9 +134,5 @@ fn long_input_is_bounded() {
     assert_eq!(v.behavior, Behavior::Ask);
     assert!(v.message.contains("parsing failed"));
     let nested = "$(".repeat(40) + &")".repeat(40);
-    let _ = check_permissions(
-        &format!("echo {nested}"),
-        &ctx(Mode::Default),
-        &DangerLists::default(),
-    );
+    let _ = check_permissions(&format!("echo {nested}"), &ctx(Mode::Default), &DangerLists::default());
 }

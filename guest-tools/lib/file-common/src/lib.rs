@@ -140,8 +140,11 @@ pub fn write_permission(op: WriteOp, file_path: &str, real_path: Option<&str>, c
     };
     let dangerous = |p: &str| toolhost_policy::is_dangerous_path(p, &ctx.cwd, &ctx.home, &lists);
     if dangerous(file_path) || real_path.is_some_and(dangerous) {
-        return Decision::safety_ask(format!("Permission required: {} operation on sensitive file {file_path}", op.noun))
-            .because("Safety check: dangerous file or directory");
+        return Decision::safety_ask(format!(
+            "Permission required: {} operation on sensitive file {file_path}",
+            op.noun
+        ))
+        .because("Safety check: dangerous file or directory");
     }
     let in_workdirs = |p: &str| toolhost_policy::in_working_dirs(p, &ctx.cwd, &ctx.home, &ctx.working_dirs);
     if ctx.auto_allows_edits() && in_workdirs(file_path) && real_path.is_none_or(in_workdirs) {

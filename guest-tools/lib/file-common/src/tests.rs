@@ -91,7 +91,12 @@ fn write_permission_messages() {
     let d = write_permission(WRITE, "", None, &ctx(PermissionMode::Default));
     assert_eq!(d.message, "No file path provided");
 
-    let d = write_permission(WriteOp { noun: "Edit", verb: "editing" }, "/x/.GIT/config", None, &ctx(PermissionMode::Bypass));
+    let d = write_permission(
+        WriteOp { noun: "Edit", verb: "editing" },
+        "/x/.GIT/config",
+        None,
+        &ctx(PermissionMode::Bypass),
+    );
     assert_eq!(d.message, "Permission required: Edit operation on sensitive file /x/.GIT/config");
 }
 
@@ -114,7 +119,10 @@ fn diffs_like_difflib() {
     assert_eq!(d, "--- a//tmp/a.txt\n+++ b//tmp/a.txt\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+X\n 6\n 7\n 8\n");
     assert_eq!(unified_diff("same\n", "same\n", "a", "b"), "");
     let d = unified_diff("x", "y", "a/f", "b/f");
-    assert_eq!(d, "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y\n\\ No newline at end of file\n");
+    assert_eq!(
+        d,
+        "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y\n\\ No newline at end of file\n"
+    );
 }
 
 #[test]

@@ -7,10 +7,7 @@ enum Tok {
     Star,
     Any,
     Lit(char),
-    Class {
-        negate: bool,
-        items: Vec<(char, char)>,
-    },
+    Class { negate: bool, items: Vec<(char, char)> },
 }
 
 fn compile(pattern: &str) -> Vec<Tok> {

@@ -67,14 +67,8 @@ pub struct DangerLists {
 impl Default for DangerLists {
     fn default() -> Self {
         Self {
-            files: DEFAULT_DANGEROUS_FILES
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            directories: DEFAULT_DANGEROUS_DIRECTORIES
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            files: DEFAULT_DANGEROUS_FILES.iter().map(|s| s.to_string()).collect(),
+            directories: DEFAULT_DANGEROUS_DIRECTORIES.iter().map(|s| s.to_string()).collect(),
         }
     }
 }
@@ -108,14 +102,12 @@ impl DangerLists {
 }
 
 fn string_list(v: &Value, key: &str) -> Result<Vec<String>, String> {
-    let arr = v
-        .as_array()
-        .ok_or_else(|| format!("configuration key `{key}` must be an array of strings"))?;
+    let arr = v.as_array().ok_or_else(|| format!("configuration key `{key}` must be an array of strings"))?;
     arr.iter()
         .map(|item| {
-            item.as_str().map(str::to_string).ok_or_else(|| {
-                format!("configuration key `{key}` must be an array of strings (found {item})")
-            })
+            item.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("configuration key `{key}` must be an array of strings (found {item})"))
         })
         .collect()
 }
@@ -192,10 +184,7 @@ pub fn is_dangerous_path(path: &str, cwd: &str, home: &str, lists: &DangerLists)
             return true;
         }
         // `abs` ends with `/` + `e`.
-        if e.contains('/')
-            && abs.len() > e.len()
-            && abs.ends_with(e)
-            && abs.as_bytes()[abs.len() - e.len() - 1] == b'/'
+        if e.contains('/') && abs.len() > e.len() && abs.ends_with(e) && abs.as_bytes()[abs.len() - e.len() - 1] == b'/'
         {
             return true;
         }

@@ -14,10 +14,7 @@ fn default_lists() {
     assert_eq!(DEFAULT_DANGEROUS_FILES[0], ".gitconfig");
     assert_eq!(DEFAULT_DANGEROUS_FILES[7], ".ssh/config");
     assert_eq!(DEFAULT_DANGEROUS_FILES[21], ".env.production.local");
-    assert_eq!(
-        DEFAULT_DANGEROUS_DIRECTORIES,
-        &[".git", ".vscode", ".idea", ".ssh"]
-    );
+    assert_eq!(DEFAULT_DANGEROUS_DIRECTORIES, &[".git", ".vscode", ".idea", ".ssh"]);
     let l = DangerLists::default();
     assert_eq!(l.files.len(), 22);
     assert_eq!(l.directories.len(), 4);
@@ -32,17 +29,11 @@ fn config_replaces_lists() {
     let l = DangerLists::from_tool_config(&json!({"dangerous_files": ["secrets.yaml"]})).unwrap();
     assert_eq!(l.files, vec!["secrets.yaml".to_string()]);
     assert_eq!(l.directories.len(), 4);
-    let l =
-        DangerLists::from_tool_config(&json!({"dangerous_directories": [], "other": 1})).unwrap();
+    let l = DangerLists::from_tool_config(&json!({"dangerous_directories": [], "other": 1})).unwrap();
     assert!(l.directories.is_empty());
     assert_eq!(l.files.len(), 22);
     // An empty directory list turns that check off.
-    assert!(!is_dangerous_path(
-        "/x/.git/hooks/pre-commit",
-        CWD,
-        HOME,
-        &l
-    ));
+    assert!(!is_dangerous_path("/x/.git/hooks/pre-commit", CWD, HOME, &l));
     assert!(is_dangerous_path("/x/.bashrc", CWD, HOME, &l));
     // ... but `.ssh/config` is still caught by its suffix (our strengthening).
     assert!(is_dangerous_path("/home/user/.ssh/config", CWD, HOME, &l));
@@ -63,10 +54,7 @@ fn expand_user_cases() {
     assert_eq!(expand_user("~", HOME), "/home/user");
     assert_eq!(expand_user("~/", HOME), "/home/user/");
     assert_eq!(expand_user("~/.bashrc", HOME), "/home/user/.bashrc");
-    assert_eq!(
-        expand_user("~/.bashrc", "/home/user/"),
-        "/home/user/.bashrc"
-    );
+    assert_eq!(expand_user("~/.bashrc", "/home/user/"), "/home/user/.bashrc");
     assert_eq!(expand_user("~root/x", HOME), "~root/x");
     assert_eq!(expand_user("a/~/b", HOME), "a/~/b");
     assert_eq!(expand_user("", HOME), "");
@@ -118,28 +106,19 @@ fn dangerous_paths_spec_2_5_and_14_3() {
 
 #[test]
 fn dangerous_custom_lists() {
-    let l = DangerLists {
-        files: vec!["Config.JSON".into()],
-        directories: vec!["secret/keys".into()],
-    };
+    let l = DangerLists { files: vec!["Config.JSON".into()], directories: vec!["secret/keys".into()] };
     assert!(is_dangerous_path("a/config.json", CWD, HOME, &l));
     assert!(is_dangerous_path("/a/secret/keys/k1", CWD, HOME, &l));
     assert!(is_dangerous_path("/a/secret/keys", CWD, HOME, &l));
     assert!(!is_dangerous_path("/a/secret/keysx", CWD, HOME, &l));
     assert!(!is_dangerous_path("/a/.bashrc", CWD, HOME, &l));
-    let empty = DangerLists {
-        files: vec![String::new()],
-        directories: vec!["/".into()],
-    };
+    let empty = DangerLists { files: vec![String::new()], directories: vec!["/".into()] };
     assert!(!is_dangerous_path("/a/b", CWD, HOME, &empty));
 }
 
 #[test]
 fn working_dirs_spec_2_4_and_14_6() {
-    let wd = vec![
-        "/tmp/project".to_string(),
-        "/private/tmp/project".to_string(),
-    ];
+    let wd = vec!["/tmp/project".to_string(), "/private/tmp/project".to_string()];
     let w = |p| in_working_dirs(p, CWD, HOME, &wd);
     assert!(w("/tmp/project/file.txt"));
     assert!(w("/tmp/project"));
@@ -154,12 +133,7 @@ fn working_dirs_spec_2_4_and_14_6() {
     assert!(!w("/Users/someone/other/foo"));
     assert!(!w("~/x"));
     assert!(!in_working_dirs("/tmp/project/a", CWD, HOME, &[]));
-    assert!(!in_working_dirs(
-        "/tmp/project/a",
-        CWD,
-        HOME,
-        &[String::new()]
-    ));
+    assert!(!in_working_dirs("/tmp/project/a", CWD, HOME, &[String::new()]));
     assert!(in_working_dirs("~/w/a", CWD, HOME, &["~/w/".to_string()]));
     assert!(in_working_dirs("/anything", CWD, HOME, &["/".to_string()]));
 }

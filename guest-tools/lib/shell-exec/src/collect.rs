@@ -19,12 +19,7 @@ pub struct Collector {
 impl Collector {
     /// A collector keeping at most `limit` characters.
     pub fn new(limit: usize) -> Self {
-        Self {
-            limit,
-            chars: 0,
-            truncated: false,
-            last: None,
-        }
+        Self { limit, chars: 0, truncated: false, last: None }
     }
 
     /// The part of `text` to pass on: all of it while under the limit; at

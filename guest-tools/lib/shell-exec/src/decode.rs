@@ -31,11 +31,7 @@ pub struct StreamDecoder {
 impl StreamDecoder {
     /// A decoder with nothing pending.
     pub fn new(endings: LineEndings) -> Self {
-        Self {
-            endings,
-            partial: Vec::new(),
-            cr_pending: false,
-        }
+        Self { endings, partial: Vec::new(), cr_pending: false }
     }
 
     /// Decodes the next piece; returns the text that is final so far.

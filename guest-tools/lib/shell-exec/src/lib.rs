@@ -53,9 +53,7 @@ pub fn timeout_ms(value: Option<&serde_json::Number>) -> Result<u64, String> {
         return Ok(DEFAULT_TIMEOUT_MS);
     };
     let ms = n.as_u64().or_else(|| {
-        n.as_f64()
-            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= MAX_TIMEOUT_MS as f64)
-            .map(|f| f as u64)
+        n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= MAX_TIMEOUT_MS as f64).map(|f| f as u64)
     });
     match ms {
         Some(ms) if ms <= MAX_TIMEOUT_MS => Ok(ms),

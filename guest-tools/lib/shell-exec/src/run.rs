@@ -17,11 +17,7 @@ impl ProcessSource for Backend {
 
     fn wait(&mut self) -> Status {
         let s = self.0.wait();
-        Status {
-            code: s.code,
-            timed_out: s.timed_out,
-            truncated: s.truncated,
-        }
+        Status { code: s.code, timed_out: s.timed_out, truncated: s.truncated }
     }
 }
 
@@ -33,11 +29,7 @@ impl Sink for Chunks<'_> {
     }
 
     fn finish(&mut self, text: &str, error: bool, metadata: &serde_json::Value) {
-        let state = if error {
-            ResultState::Error
-        } else {
-            ResultState::Running
-        };
+        let state = if error { ResultState::Error } else { ResultState::Running };
         self.0.emit(text_chunk(text, state, Some(metadata)));
     }
 }
@@ -65,11 +57,7 @@ pub fn run(argv: Vec<String>, opts: &StreamOptions<'_>, out: &mut Output) -> Res
         Err(ToolError::Denied(m)) => Err(ToolError::Denied(m)),
         Err(e) => {
             out.emit(text_chunk(
-                &format!(
-                    "Command failed: {}\nError: {}",
-                    opts.command,
-                    describe_error(&e)
-                ),
+                &format!("Command failed: {}\nError: {}", opts.command, describe_error(&e)),
                 ResultState::Error,
                 None,
             ));

@@ -66,11 +66,7 @@ impl StreamOptions<'_> {
 
 /// Streams a process's output into `sink` (see the crate docs) and ends
 /// with the status chunk. Returns how the process ended.
-pub fn stream(
-    process: &mut impl ProcessSource,
-    sink: &mut impl Sink,
-    opts: &StreamOptions<'_>,
-) -> Status {
+pub fn stream(process: &mut impl ProcessSource, sink: &mut impl Sink, opts: &StreamOptions<'_>) -> Status {
     let mut stdout = StreamDecoder::new(opts.endings);
     let mut stderr = StreamDecoder::new(opts.endings);
     let mut kept = Collector::new(opts.limit);
@@ -114,16 +110,11 @@ pub fn stream(
 pub fn status_message(opts: &StreamOptions<'_>, status: &Status) -> Option<String> {
     let command = opts.command;
     if status.timed_out {
-        return Some(format!(
-            "Command timed out after {}ms: {command}",
-            opts.timeout_ms
-        ));
+        return Some(format!("Command timed out after {}ms: {command}", opts.timeout_ms));
     }
     match status.code {
         0 => None,
-        -1 => Some(format!(
-            "Command failed with exit code -1 (killed by a signal): {command}"
-        )),
+        -1 => Some(format!("Command failed with exit code -1 (killed by a signal): {command}")),
         code => Some(format!("Command failed with exit code {code}: {command}")),
     }
 }

@@ -14,15 +14,7 @@ struct Fake {
 
 impl Fake {
     fn new(pieces: Vec<Piece>, code: i32, timed_out: bool) -> Self {
-        Self {
-            pieces: pieces.into_iter(),
-            status: Status {
-                code,
-                timed_out,
-                truncated: false,
-            },
-            read: 0,
-        }
+        Self { pieces: pieces.into_iter(), status: Status { code, timed_out, truncated: false }, read: 0 }
     }
 }
 
@@ -71,12 +63,7 @@ fn err(s: &str) -> Piece {
 }
 
 fn opts(command: &str) -> StreamOptions<'_> {
-    StreamOptions {
-        command,
-        timeout_ms: 500,
-        endings: LineEndings::CrLf,
-        limit: MAX_OUTPUT_CHARS,
-    }
+    StreamOptions { command, timeout_ms: 500, endings: LineEndings::CrLf, limit: MAX_OUTPUT_CHARS }
 }
 
 fn run(pieces: Vec<Piece>, code: i32, timed_out: bool, o: &StreamOptions<'_>) -> Recorder {
@@ -88,19 +75,11 @@ fn run(pieces: Vec<Piece>, code: i32, timed_out: bool, o: &StreamOptions<'_>) ->
 
 #[test]
 fn success_streams_each_piece_in_arrival_order() {
-    let r = run(
-        vec![out("out\n"), err("err\n"), out("more\n")],
-        0,
-        false,
-        &opts("x"),
-    );
+    let r = run(vec![out("out\n"), err("err\n"), out("more\n")], 0, false, &opts("x"));
     assert_eq!(r.texts, ["out\n", "err\n", "more\n"]);
     let (text, error, meta) = r.last.unwrap();
     assert_eq!((text.as_str(), error), ("", false));
-    assert_eq!(
-        meta,
-        json!({"exit_code": 0, "timed_out": false, "truncated": false})
-    );
+    assert_eq!(meta, json!({"exit_code": 0, "timed_out": false, "truncated": false}));
 }
 
 #[test]
@@ -112,37 +91,18 @@ fn success_without_output_is_one_empty_final_chunk() {
 
 #[test]
 fn non_zero_exit_ends_with_an_error_line_and_the_code() {
-    let r = run(
-        vec![out("out\n"), err("err\n")],
-        3,
-        false,
-        &opts("echo out; echo err 1>&2; exit 3"),
-    );
+    let r = run(vec![out("out\n"), err("err\n")], 3, false, &opts("echo out; echo err 1>&2; exit 3"));
     let (text, error, meta) = r.last.clone().unwrap();
     assert!(error);
-    assert_eq!(
-        text,
-        "Command failed with exit code 3: echo out; echo err 1>&2; exit 3"
-    );
+    assert_eq!(text, "Command failed with exit code 3: echo out; echo err 1>&2; exit 3");
     assert_eq!(meta["exit_code"], 3);
-    assert_eq!(
-        r.all(),
-        "out\nerr\nCommand failed with exit code 3: echo out; echo err 1>&2; exit 3"
-    );
+    assert_eq!(r.all(), "out\nerr\nCommand failed with exit code 3: echo out; echo err 1>&2; exit 3");
 }
 
 #[test]
 fn the_error_line_starts_on_its_own_line() {
-    let r = run(
-        vec![out("no newline")],
-        1,
-        false,
-        &opts("printf 'no newline'; false"),
-    );
-    assert_eq!(
-        r.all(),
-        "no newline\nCommand failed with exit code 1: printf 'no newline'; false"
-    );
+    let r = run(vec![out("no newline")], 1, false, &opts("printf 'no newline'; false"));
+    assert_eq!(r.all(), "no newline\nCommand failed with exit code 1: printf 'no newline'; false");
     let r = run(vec![], 2, false, &opts("exit 2"));
     assert_eq!(r.all(), "Command failed with exit code 2: exit 2");
 }
@@ -150,50 +110,25 @@ fn the_error_line_starts_on_its_own_line() {
 #[test]
 fn a_signal_is_named() {
     let r = run(vec![], -1, false, &opts("kill -9 $$"));
-    assert_eq!(
-        r.all(),
-        "Command failed with exit code -1 (killed by a signal): kill -9 $$"
-    );
+    assert_eq!(r.all(), "Command failed with exit code -1 (killed by a signal): kill -9 $$");
 }
 
 #[test]
 fn timeout_keeps_the_partial_output_and_says_so() {
-    let r = run(
-        vec![out("started\n")],
-        -1,
-        true,
-        &opts("echo started; sleep 10"),
-    );
+    let r = run(vec![out("started\n")], -1, true, &opts("echo started; sleep 10"));
     let (text, error, meta) = r.last.clone().unwrap();
     assert!(error);
-    assert_eq!(
-        text,
-        "Command timed out after 500ms: echo started; sleep 10"
-    );
-    assert_eq!(
-        meta,
-        json!({"exit_code": -1, "timed_out": true, "truncated": false})
-    );
+    assert_eq!(text, "Command timed out after 500ms: echo started; sleep 10");
+    assert_eq!(meta, json!({"exit_code": -1, "timed_out": true, "truncated": false}));
     let mut o = opts("echo hi");
     o.timeout_ms = 0;
-    assert_eq!(
-        run(vec![], -1, true, &o).all(),
-        "Command timed out after 0ms: echo hi"
-    );
+    assert_eq!(run(vec![], -1, true, &o).all(), "Command timed out after 0ms: echo hi");
 }
 
 #[test]
 fn truncates_at_the_limit_with_the_reference_note_and_stops_reading() {
     let big = "x".repeat(40_000);
-    let mut p = Fake::new(
-        vec![
-            out(&big[..25_000]),
-            out(&big[25_000..]),
-            out("never read\n"),
-        ],
-        0,
-        false,
-    );
+    let mut p = Fake::new(vec![out(&big[..25_000]), out(&big[25_000..]), out("never read\n")], 0, false);
     let mut r = Recorder::default();
     stream(&mut p, &mut r, &opts("yes"));
     assert_eq!(p.read, 2, "reading stops at the cut");
@@ -208,12 +143,7 @@ fn exactly_the_limit_is_not_truncated() {
     assert_eq!(r.all().len(), 30_000);
     assert_eq!(r.last.unwrap().2["truncated"], false);
     // One more character, even in a later piece, cuts.
-    let r = run(
-        vec![out(&"y".repeat(30_000)), err("z")],
-        0,
-        false,
-        &opts("y"),
-    );
+    let r = run(vec![out(&"y".repeat(30_000)), err("z")], 0, false, &opts("y"));
     assert_eq!(r.all(), format!("{}{TRUNCATION_NOTE}", "y".repeat(30_000)));
 }
 
@@ -222,19 +152,13 @@ fn the_limit_counts_characters_not_bytes() {
     let r = run(vec![out(&"é".repeat(30_001))], 0, false, &opts("x"));
     let all = r.all();
     assert!(all.starts_with(&"é".repeat(30_000)));
-    assert_eq!(
-        all.chars().count(),
-        30_000 + TRUNCATION_NOTE.chars().count()
-    );
+    assert_eq!(all.chars().count(), 30_000 + TRUNCATION_NOTE.chars().count());
 }
 
 #[test]
 fn truncation_then_failure_puts_the_error_on_its_own_line() {
     let r = run(vec![out(&"x".repeat(30_001))], 1, false, &opts("c"));
-    assert!(
-        r.all()
-            .ends_with("(output truncated)\nCommand failed with exit code 1: c")
-    );
+    assert!(r.all().ends_with("(output truncated)\nCommand failed with exit code 1: c"));
 }
 
 #[test]
@@ -249,10 +173,7 @@ fn backend_truncation_is_reported() {
 #[test]
 fn a_closed_caller_stops_the_stream() {
     let mut p = Fake::new(vec![out("a"), out("b"), out("c")], 0, false);
-    let mut r = Recorder {
-        close_after: Some(1),
-        ..Default::default()
-    };
+    let mut r = Recorder { close_after: Some(1), ..Default::default() };
     stream(&mut p, &mut r, &opts("x"));
     assert_eq!(r.texts, ["a"]);
     assert_eq!(p.read, 1);
@@ -268,12 +189,7 @@ fn crlf_is_normalised_even_across_pieces_and_lone_cr_is_kept() {
 fn powershell_normalises_every_line_ending() {
     let mut o = opts("x");
     o.endings = LineEndings::All;
-    let r = run(
-        vec![out("a\r\nb\r"), out("\nc\rd\r"), err("\r\n"), out("\ne")],
-        0,
-        false,
-        &o,
-    );
+    let r = run(vec![out("a\r\nb\r"), out("\nc\rd\r"), err("\r\n"), out("\ne")], 0, false, &o);
     // stdout: a\r\nb\r\nc\rd\r\ne → a\nb\nc\nd\ne ; stderr: \r\n → \n
     assert_eq!(r.all(), "a\nb\nc\nd\n\ne");
 }
@@ -294,13 +210,7 @@ fn utf8_split_across_pieces_is_decoded_whole() {
 
 #[test]
 fn invalid_utf8_is_replaced_like_from_utf8_lossy() {
-    let cases: [&[u8]; 5] = [
-        b"a\xffb",
-        b"\xe2\x82",
-        b"x\xe2\x82y",
-        b"\xf0\x9f\x98",
-        b"\xc3\xa9\xed\xa0\x80z",
-    ];
+    let cases: [&[u8]; 5] = [b"a\xffb", b"\xe2\x82", b"x\xe2\x82y", b"\xf0\x9f\x98", b"\xc3\xa9\xed\xa0\x80z"];
     for bytes in cases {
         let expected = String::from_utf8_lossy(bytes).into_owned();
         for split in 0..=bytes.len() {

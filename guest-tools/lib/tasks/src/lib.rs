@@ -38,7 +38,8 @@ use serde_json::{Map, Value};
 pub const STATE_KEY: &str = "tasks";
 
 /// The hint appended to every TaskUpdate answer that leaves the task completed.
-pub const COMPLETED_HINT: &str = "\n\nTask completed. Call TaskList now to find your next available task or see if your work unblocked others.";
+pub const COMPLETED_HINT: &str =
+    "\n\nTask completed. Call TaskList now to find your next available task or see if your work unblocked others.";
 
 /// Where a task stands.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -236,31 +237,18 @@ impl fmt::Display for TaskError {
                 "TaskUpdateError: a task cannot depend on itself: {field} of task {task} contains its own id. \
                  The task (id={task}) was not changed."
             ),
-            Self::Cycle {
-                task,
-                from,
-                to,
-                path,
-            } => write!(
+            Self::Cycle { task, from, to, path } => write!(
                 f,
                 "TaskUpdateError: adding \"{from} blocks {to}\" would create a dependency cycle: {} \
                  (\"a → b\" means a blocks b). The task (id={task}) was not changed.",
                 path.join(" → ")
             ),
-            Self::Blocked {
-                task,
-                target,
-                blockers,
-            } => write!(
+            Self::Blocked { task, target, blockers } => write!(
                 f,
                 "TaskUpdateError: the task (id={task}) cannot become {target}: it is blocked by unfinished {} {}. \
                  Complete {} first (or delete {} if no longer needed). The task (id={task}) was not changed.",
                 if blockers.len() == 1 { "task" } else { "tasks" },
-                blockers
-                    .iter()
-                    .map(|(id, s)| format!("#{id} [{s}]"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                blockers.iter().map(|(id, s)| format!("#{id} [{s}]")).collect::<Vec<_>>().join(", "),
                 if blockers.len() == 1 { "it" } else { "them" },
                 if blockers.len() == 1 { "it" } else { "them" },
             ),
@@ -290,19 +278,14 @@ impl Tasks {
         let Some(text) = stored else {
             return Ok(Self::default());
         };
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| TaskError::CorruptState(e.to_string()))?;
+        let value: Value = serde_json::from_str(text).map_err(|e| TaskError::CorruptState(e.to_string()))?;
         if value.is_null() {
             return Ok(Self::default());
         }
-        let tasks: Vec<Task> =
-            serde_json::from_value(value).map_err(|e| TaskError::CorruptState(e.to_string()))?;
+        let tasks: Vec<Task> = serde_json::from_value(value).map_err(|e| TaskError::CorruptState(e.to_string()))?;
         let mut seen = HashSet::new();
         if let Some(dup) = tasks.iter().find(|t| !seen.insert(t.id.as_str())) {
-            return Err(TaskError::CorruptState(format!(
-                "the id {} is used by more than one task",
-                dup.id
-            )));
+            return Err(TaskError::CorruptState(format!("the id {} is used by more than one task", dup.id)));
         }
         Ok(Self { tasks })
     }
@@ -325,12 +308,7 @@ impl Tasks {
     /// as an integer (`1` for none). Deleting the task with the largest id
     /// therefore frees that id again, as in AgentScope.
     pub fn next_id(&self) -> String {
-        let max = self
-            .tasks
-            .iter()
-            .filter_map(|t| t.id.trim().parse::<i64>().ok())
-            .max()
-            .unwrap_or(0);
+        let max = self.tasks.iter().filter_map(|t| t.id.trim().parse::<i64>().ok()).max().unwrap_or(0);
         (max + 1).to_string()
     }
 
@@ -371,10 +349,7 @@ impl Tasks {
             lines.push(format!("Blocks: {}", hash_ids(&task.blocks)));
         }
         if !task.metadata.is_empty() {
-            lines.push(format!(
-                "Metadata: {}",
-                pyrepr::py_repr(&Value::Object(task.metadata.clone()))
-            ));
+            lines.push(format!("Metadata: {}", pyrepr::py_repr(&Value::Object(task.metadata.clone()))));
         }
         Ok(lines.join("\n"))
     }
@@ -442,8 +417,7 @@ impl Tasks {
         }
         // 4. add_blocked_by: each of them blocks this task.
         if let Some(ids) = input.add_blocked_by {
-            let new =
-                self.new_relation_ids(&id, "add_blocked_by", &ids, &self.tasks[at].blocked_by)?;
+            let new = self.new_relation_ids(&id, "add_blocked_by", &ids, &self.tasks[at].blocked_by)?;
             for other in &new {
                 self.add_edge(&id, other, &id)?;
             }
@@ -470,11 +444,7 @@ impl Tasks {
                 if target != TaskState::Pending && target != self.tasks[at].state {
                     let blockers = self.unfinished_blockers(&id);
                     if !blockers.is_empty() {
-                        return Err(TaskError::Blocked {
-                            task: id,
-                            target,
-                            blockers,
-                        });
+                        return Err(TaskError::Blocked { task: id, target, blockers });
                     }
                 }
                 at = self.index(&id).expect("the task still exists");
@@ -524,10 +494,7 @@ impl Tasks {
         existing: &[String],
     ) -> Result<Vec<String>, TaskError> {
         if requested.iter().any(|r| r == task) {
-            return Err(TaskError::SelfReference {
-                task: task.to_string(),
-                field,
-            });
+            return Err(TaskError::SelfReference { task: task.to_string(), field });
         }
         let mut unknown: Vec<String> = Vec::new();
         for r in requested {
@@ -536,11 +503,7 @@ impl Tasks {
             }
         }
         if !unknown.is_empty() {
-            return Err(TaskError::UnknownIds {
-                task: task.to_string(),
-                field,
-                ids: unknown,
-            });
+            return Err(TaskError::UnknownIds { task: task.to_string(), field, ids: unknown });
         }
         let mut new: Vec<String> = Vec::new();
         for r in requested {
@@ -556,12 +519,7 @@ impl Tasks {
         if let Some(back) = self.blocks_path(to, from) {
             let mut path = vec![from.to_string()];
             path.extend(back);
-            return Err(TaskError::Cycle {
-                task: task.to_string(),
-                from: from.into(),
-                to: to.into(),
-                path,
-            });
+            return Err(TaskError::Cycle { task: task.to_string(), from: from.into(), to: to.into(), path });
         }
         let f = self.index(from).expect("checked to exist");
         if !self.tasks[f].blocks.iter().any(|b| b == to) {
@@ -624,9 +582,7 @@ impl Tasks {
         };
         self.tasks
             .iter()
-            .filter(|t| {
-                t.id != id && (task.blocked_by.contains(&t.id) || t.blocks.iter().any(|b| b == id))
-            })
+            .filter(|t| t.id != id && (task.blocked_by.contains(&t.id) || t.blocks.iter().any(|b| b == id)))
             .filter(|t| t.state != TaskState::Completed)
             .map(|t| (t.id.clone(), t.state))
             .collect()
@@ -634,10 +590,7 @@ impl Tasks {
 }
 
 fn hash_ids(ids: &[String]) -> String {
-    ids.iter()
-        .map(|i| format!("#{i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    ids.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]

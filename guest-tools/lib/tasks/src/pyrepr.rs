@@ -94,11 +94,7 @@ pub fn py_float(f: f64) -> String {
 
 /// Python's `repr(str)`.
 pub fn py_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
     for c in s.chars() {
@@ -164,10 +160,7 @@ mod tests {
         assert_eq!(py_repr(&json!(false)), "False");
         assert_eq!(py_repr(&json!(42)), "42");
         assert_eq!(py_repr(&json!(-7)), "-7");
-        assert_eq!(
-            py_repr(&json!(18446744073709551615u64)),
-            "18446744073709551615"
-        );
+        assert_eq!(py_repr(&json!(18446744073709551615u64)), "18446744073709551615");
     }
 
     #[test]
@@ -194,10 +187,7 @@ mod tests {
         assert_eq!(py_str("a\\b"), "'a\\\\b'");
         assert_eq!(py_str("l1\nl2\r\t"), "'l1\\nl2\\r\\t'");
         assert_eq!(py_str("\u{1}\u{7f}\u{85}\u{a0}"), "'\\x01\\x7f\\x85\\xa0'");
-        assert_eq!(
-            py_str("\u{200b}\u{2028}\u{feff}"),
-            "'\\u200b\\u2028\\ufeff'"
-        );
+        assert_eq!(py_str("\u{200b}\u{2028}\u{feff}"), "'\\u200b\\u2028\\ufeff'");
         assert_eq!(py_str("\u{f0000}"), "'\\U000f0000'");
         assert_eq!(py_str("héllo 日本 🎉"), "'héllo 日本 🎉'");
         assert_eq!(py_str(""), "''");
@@ -205,7 +195,10 @@ mod tests {
 
     #[test]
     fn containers_keep_order_and_spacing() {
-        let v: Value = serde_json::from_str(r#"{"priority": "high", "n": 3, "tags": ["a", "b"], "x": null, "ok": true, "nested": {"k": []}, "e": {}}"#).unwrap();
+        let v: Value = serde_json::from_str(
+            r#"{"priority": "high", "n": 3, "tags": ["a", "b"], "x": null, "ok": true, "nested": {"k": []}, "e": {}}"#,
+        )
+        .unwrap();
         assert_eq!(
             py_repr(&v),
             "{'priority': 'high', 'n': 3, 'tags': ['a', 'b'], 'x': None, 'ok': True, 'nested': {'k': []}, 'e': {}}"

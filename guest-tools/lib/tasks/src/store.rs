@@ -24,10 +24,7 @@ impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Corrupt(e) => write!(f, "{e}"),
-            Self::Refused(e) => write!(
-                f,
-                "the task list could not be saved in the agent state: {e}"
-            ),
+            Self::Refused(e) => write!(f, "the task list could not be saved in the agent state: {e}"),
         }
     }
 }
@@ -67,5 +64,7 @@ pub fn update<R, E>(mut change: impl FnMut(&mut Tasks) -> Result<R, E>) -> Resul
             Err(e) => return Err(StoreError::Refused(e)),
         }
     }
-    Err(StoreError::Refused(format!("the task list kept changing under this call ({MAX_ATTEMPTS} attempts); try again")))
+    Err(StoreError::Refused(format!(
+        "the task list kept changing under this call ({MAX_ATTEMPTS} attempts); try again"
+    )))
 }

@@ -24,12 +24,7 @@ pub fn iso_utc(t: SystemTime) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}+00:00",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}+00:00", rem / 3600, (rem % 3600) / 60, rem % 60)
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day)
@@ -61,10 +56,7 @@ mod tests {
         // 2024-12-31T23:59:59 and the next second.
         let t = UNIX_EPOCH + Duration::from_secs(1_735_689_599);
         assert_eq!(iso_utc(t), "2024-12-31T23:59:59.000000+00:00");
-        assert_eq!(
-            iso_utc(t + Duration::from_secs(1)),
-            "2025-01-01T00:00:00.000000+00:00"
-        );
+        assert_eq!(iso_utc(t + Duration::from_secs(1)), "2025-01-01T00:00:00.000000+00:00");
         // 2100-03-01 (2100 is not a leap year).
         let t = UNIX_EPOCH + Duration::from_secs(4_107_542_400);
         assert_eq!(iso_utc(t), "2100-03-01T00:00:00.000000+00:00");

@@ -219,15 +219,14 @@ pub fn problems(input: &Input) -> Vec<String> {
         let mut reported = HashSet::new();
         for o in &q.options {
             if !seen.insert(o.label.as_str()) && reported.insert(o.label.as_str()) {
-                problems.push(format!("{which} has the option label {:?} more than once; labels must be unique within a question", o.label));
+                problems.push(format!(
+                    "{which} has the option label {:?} more than once; labels must be unique within a question",
+                    o.label
+                ));
             }
         }
         if q.multi_select {
-            for o in q
-                .options
-                .iter()
-                .filter(|o| o.preview.as_deref().is_some_and(|p| !p.is_empty()))
-            {
+            for o in q.options.iter().filter(|o| o.preview.as_deref().is_some_and(|p| !p.is_empty())) {
                 problems.push(format!(
                     "{which} is multi_select, but its option {:?} has a preview; previews are only for single-select questions",
                     o.label
@@ -240,10 +239,7 @@ pub fn problems(input: &Input) -> Vec<String> {
 
 /// The DENY message for invalid input, naming every problem.
 pub fn denial(problems: &[String]) -> String {
-    format!(
-        "Invalid AskUser input: {}. Fix the questions and call AskUser again.",
-        problems.join("; ")
-    )
+    format!("Invalid AskUser input: {}. Fix the questions and call AskUser again.", problems.join("; "))
 }
 
 impl Tool for AskUser {

@@ -16,8 +16,8 @@ use serde::Deserialize;
 use serde_json::json;
 use shell_exec::{LineEndings, MAX_OUTPUT_CHARS, StreamOptions};
 use toolhost_sdk::{
-    Context, Decision, Output, PermissionBehavior, PermissionMode, PermissionRule, Tool, ToolError,
-    ToolSpec, backend, export_tool, suggest,
+    Context, Decision, Output, PermissionBehavior, PermissionMode, PermissionRule, Tool, ToolError, ToolSpec, backend,
+    export_tool, suggest,
 };
 
 mod description;
@@ -156,12 +156,7 @@ impl Tool for Bash {
         decide(&input.command, ctx)
     }
 
-    fn match_rules(
-        behavior: PermissionBehavior,
-        contents: &[String],
-        input: &Input,
-        _ctx: &Context,
-    ) -> Option<u32> {
+    fn match_rules(behavior: PermissionBehavior, contents: &[String], input: &Input, _ctx: &Context) -> Option<u32> {
         let kind = match behavior {
             PermissionBehavior::Allow => RuleKind::Allow,
             PermissionBehavior::Deny => RuleKind::Deny,
@@ -169,26 +164,17 @@ impl Tool for Bash {
             // Rules are only ever allow, deny or ask; nothing matches otherwise.
             PermissionBehavior::Passthrough => return None,
         };
-        bash_analysis::match_rules(kind, contents, &input.command)
-            .and_then(|i| u32::try_from(i).ok())
+        bash_analysis::match_rules(kind, contents, &input.command).and_then(|i| u32::try_from(i).ok())
     }
 
     fn suggestions(input: &Input, _ctx: &Context) -> Vec<PermissionRule> {
-        bash_analysis::suggestions(&input.command)
-            .into_iter()
-            .map(|c| suggest("Bash", Some(c)))
-            .collect()
+        bash_analysis::suggestions(&input.command).into_iter().map(|c| suggest("Bash", Some(c))).collect()
     }
 
     fn call(input: Input, out: &mut Output) -> Result<(), ToolError> {
-        let timeout_ms =
-            shell_exec::timeout_ms(input.timeout.as_ref()).map_err(ToolError::InvalidInput)?;
-        let opts = StreamOptions {
-            command: &input.command,
-            timeout_ms,
-            endings: LineEndings::CrLf,
-            limit: MAX_OUTPUT_CHARS,
-        };
+        let timeout_ms = shell_exec::timeout_ms(input.timeout.as_ref()).map_err(ToolError::InvalidInput)?;
+        let opts =
+            StreamOptions { command: &input.command, timeout_ms, endings: LineEndings::CrLf, limit: MAX_OUTPUT_CHARS };
         shell_exec::run(argv(backend::os(), &input.command), &opts, out)
     }
 }

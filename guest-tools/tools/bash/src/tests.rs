@@ -26,11 +26,7 @@ fn spec_matches_the_reference_identity() {
     assert!(s.capabilities.fs_read.is_empty() && s.capabilities.fs_write.is_empty());
     let t = &schema()["properties"]["timeout"];
     assert_eq!(
-        (
-            t["minimum"].clone(),
-            t["maximum"].clone(),
-            t["default"].clone()
-        ),
+        (t["minimum"].clone(), t["maximum"].clone(), t["default"].clone()),
         (json!(0), json!(600000), json!(120000))
     );
     assert!(t["description"].as_str().unwrap().contains("milliseconds"));
@@ -40,18 +36,10 @@ fn spec_matches_the_reference_identity() {
 
 #[test]
 fn input_parses_with_and_without_optional_fields() {
-    let i: Input =
-        serde_json::from_value(json!({"command": "ls", "description": "list", "timeout": 5}))
-            .unwrap();
-    assert_eq!(
-        (i.command.as_str(), i.description.as_deref()),
-        ("ls", Some("list"))
-    );
+    let i: Input = serde_json::from_value(json!({"command": "ls", "description": "list", "timeout": 5})).unwrap();
+    assert_eq!((i.command.as_str(), i.description.as_deref()), ("ls", Some("list")));
     assert_eq!(shell_exec::timeout_ms(i.timeout.as_ref()), Ok(5));
-    assert_eq!(
-        shell_exec::timeout_ms(input("ls").timeout.as_ref()),
-        Ok(120_000)
-    );
+    assert_eq!(shell_exec::timeout_ms(input("ls").timeout.as_ref()), Ok(120_000));
 }
 
 #[test]
@@ -83,18 +71,9 @@ fn permission_layers_map_to_decisions() {
     assert!(!d.bypass_immune);
 
     // Layer 6: filesystem edits inside the working directory.
-    assert_eq!(
-        decide("touch x", &ctx(PermissionMode::AcceptEdits)).behavior,
-        PermissionBehavior::Allow
-    );
-    assert_eq!(
-        decide("touch x", &ctx(PermissionMode::Default)).behavior,
-        PermissionBehavior::Passthrough
-    );
-    assert_eq!(
-        decide("touch /etc/x", &ctx(PermissionMode::AcceptEdits)).behavior,
-        PermissionBehavior::Passthrough
-    );
+    assert_eq!(decide("touch x", &ctx(PermissionMode::AcceptEdits)).behavior, PermissionBehavior::Allow);
+    assert_eq!(decide("touch x", &ctx(PermissionMode::Default)).behavior, PermissionBehavior::Passthrough);
+    assert_eq!(decide("touch /etc/x", &ctx(PermissionMode::AcceptEdits)).behavior, PermissionBehavior::Passthrough);
 }
 
 #[test]
@@ -113,44 +92,18 @@ fn a_bad_tool_config_denies_and_says_how_to_fix_it() {
     c.tool_config = json!({"dangerous_files": "secrets.txt"});
     let d = decide("ls", &c);
     assert_eq!(d.behavior, PermissionBehavior::Deny);
-    assert!(
-        d.message.contains("dangerous_files") && d.message.contains("[tools.Bash]"),
-        "{}",
-        d.message
-    );
+    assert!(d.message.contains("dangerous_files") && d.message.contains("[tools.Bash]"), "{}", d.message);
 }
 
 #[test]
 fn rules_are_matched_per_part() {
     let c = ctx(PermissionMode::Default);
     let rules = vec!["npm test:*".to_string(), "git commit:*".to_string()];
-    assert_eq!(
-        Bash::match_rules(
-            PermissionBehavior::Allow,
-            &rules,
-            &input("git commit -m x"),
-            &c
-        ),
-        Some(1)
-    );
-    assert_eq!(
-        Bash::match_rules(
-            PermissionBehavior::Allow,
-            &rules,
-            &input("git commit -m x; curl x | sh"),
-            &c
-        ),
-        None
-    );
+    assert_eq!(Bash::match_rules(PermissionBehavior::Allow, &rules, &input("git commit -m x"), &c), Some(1));
+    assert_eq!(Bash::match_rules(PermissionBehavior::Allow, &rules, &input("git commit -m x; curl x | sh"), &c), None);
     let deny = vec!["curl:*".to_string()];
-    assert_eq!(
-        Bash::match_rules(PermissionBehavior::Deny, &deny, &input("ls && curl x"), &c),
-        Some(0)
-    );
-    assert_eq!(
-        Bash::match_rules(PermissionBehavior::Passthrough, &deny, &input("curl x"), &c),
-        None
-    );
+    assert_eq!(Bash::match_rules(PermissionBehavior::Deny, &deny, &input("ls && curl x"), &c), Some(0));
+    assert_eq!(Bash::match_rules(PermissionBehavior::Passthrough, &deny, &input("curl x"), &c), None);
 }
 
 #[test]
@@ -158,10 +111,7 @@ fn suggestions_are_bash_prefix_rules() {
     let c = ctx(PermissionMode::Default);
     let s = Bash::suggestions(&input("git commit -m 'fix'"), &c);
     assert_eq!(s.len(), 1);
-    assert_eq!(
-        (s[0].tool_name.as_str(), s[0].rule_content.as_deref()),
-        ("Bash", Some("git commit:*"))
-    );
+    assert_eq!((s[0].tool_name.as_str(), s[0].rule_content.as_deref()), ("Bash", Some("git commit:*")));
     assert_eq!(s[0].behavior, PermissionBehavior::Allow);
     assert!(Bash::suggestions(&input("rm -rf x"), &c).is_empty());
 }

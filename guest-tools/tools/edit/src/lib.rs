@@ -10,7 +10,10 @@
 
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_sdk::{Context, Decision, Output, PermissionBehavior, PermissionRule, Tool, ToolError, ToolSpec, backend, export_tool, state, suggest};
+use toolhost_sdk::{
+    Context, Decision, Output, PermissionBehavior, PermissionRule, Tool, ToolError, ToolSpec, backend, export_tool,
+    state, suggest,
+};
 
 /// The `Edit` tool.
 pub struct Edit;
@@ -125,7 +128,12 @@ impl Tool for Edit {
     }
 
     fn check_permissions(input: &Input, ctx: &Context) -> Decision {
-        file_common::write_permission(file_common::WriteOp { noun: "Edit", verb: "editing" }, &input.file_path, file_common::real_path(&input.file_path).as_deref(), ctx)
+        file_common::write_permission(
+            file_common::WriteOp { noun: "Edit", verb: "editing" },
+            &input.file_path,
+            file_common::real_path(&input.file_path).as_deref(),
+            ctx,
+        )
     }
 
     fn match_rule(_behavior: PermissionBehavior, rule_content: &str, input: &Input, _ctx: &Context) -> bool {
@@ -191,7 +199,8 @@ mod tests {
             tool_config: json!({}),
         };
         for p in ["/a/b.txt", "b.txt", "/a*/[b]/c"] {
-            let input = Input { file_path: p.into(), old_string: "x".into(), new_string: "y".into(), replace_all: false };
+            let input =
+                Input { file_path: p.into(), old_string: "x".into(), new_string: "y".into(), replace_all: false };
             let rules = Edit::suggestions(&input, &ctx);
             let content = rules[0].rule_content.clone().unwrap();
             assert!(Edit::match_rule(PermissionBehavior::Allow, &content, &input, &ctx), "{content} vs {p}");
@@ -207,11 +216,19 @@ mod tests {
             home: "/h".into(),
             tool_config: json!({}),
         };
-        let input = Input { file_path: "/w/.git/config".into(), old_string: "x".into(), new_string: "y".into(), replace_all: false };
+        let input = Input {
+            file_path: "/w/.git/config".into(),
+            old_string: "x".into(),
+            new_string: "y".into(),
+            replace_all: false,
+        };
         let d = Edit::check_permissions(&input, &ctx);
         assert!(d.bypass_immune);
         assert_eq!(d.message, "Permission required: Edit operation on sensitive file /w/.git/config");
         let input = Input { file_path: "/w/a.txt".into(), ..input };
-        assert_eq!(Edit::check_permissions(&input, &ctx).message, "Permission granted for editing /w/a.txt (in working directory)");
+        assert_eq!(
+            Edit::check_permissions(&input, &ctx).message,
+            "Permission granted for editing /w/a.txt (in working directory)"
+        );
     }
 }

@@ -18,7 +18,9 @@ pub mod pattern;
 use serde::Deserialize;
 use serde_json::json;
 use toolhost_sdk::backend::{self, DirEntry, EntryKind, WalkOptions};
-use toolhost_sdk::{Context, Decision, Output, PermissionBehavior, PermissionRule, Tool, ToolError, ToolSpec, export_tool, suggest};
+use toolhost_sdk::{
+    Context, Decision, Output, PermissionBehavior, PermissionRule, Tool, ToolError, ToolSpec, export_tool, suggest,
+};
 
 use pattern::GlobPattern;
 
@@ -190,7 +192,8 @@ impl Tool for Glob {
             return true;
         }
         let (base, joined) = reach(input, ctx);
-        file_common::fnmatch(rule_content, &joined) || file_common::fnmatch(rule_content, &format!("{}/", base.trim_end_matches('/')))
+        file_common::fnmatch(rule_content, &joined)
+            || file_common::fnmatch(rule_content, &format!("{}/", base.trim_end_matches('/')))
     }
 
     fn suggestions(input: &Input, ctx: &Context) -> Vec<PermissionRule> {

@@ -232,7 +232,9 @@ impl GlobPattern {
                 .map(|p| p.to_string())
                 .collect();
             prefixes.push(lit);
-            alts.push(parts.iter().map(|p| if *p == "**" { Seg::Deep } else { Seg::Name(compile_segment(p)) }).collect());
+            alts.push(
+                parts.iter().map(|p| if *p == "**" { Seg::Deep } else { Seg::Name(compile_segment(p)) }).collect(),
+            );
         }
         // The directory parts every alternative starts with.
         let mut literal_prefix = prefixes.first().cloned().unwrap_or_default();

@@ -120,7 +120,13 @@ fn relative_path_is_shown_as_given() {
 }
 
 fn ctx() -> Context {
-    Context { mode: PermissionMode::Default, working_dirs: vec!["/w".into()], cwd: "/w".into(), home: "/h".into(), tool_config: json!({}) }
+    Context {
+        mode: PermissionMode::Default,
+        working_dirs: vec!["/w".into()],
+        cwd: "/w".into(),
+        home: "/h".into(),
+        tool_config: json!({}),
+    }
 }
 
 #[test]

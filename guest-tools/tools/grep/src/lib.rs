@@ -15,7 +15,10 @@ pub mod render;
 use serde::Deserialize;
 use serde_json::json;
 use toolhost_sdk::backend::{self, EntryKind, SearchMode, SearchRequest, WalkOptions};
-use toolhost_sdk::{Context, Decision, Output, PermissionBehavior, PermissionRule, ResultState, Tool, ToolError, ToolSpec, export_tool, suggest, text_chunk};
+use toolhost_sdk::{
+    Context, Decision, Output, PermissionBehavior, PermissionRule, ResultState, Tool, ToolError, ToolSpec, export_tool,
+    suggest, text_chunk,
+};
 
 /// Lines wider than this many bytes are replaced by a notice (`--max-columns 500`).
 pub const MAX_COLUMNS: u32 = 500;

@@ -57,7 +57,10 @@ fn content_format_like_rg() {
 
 #[test]
 fn count_and_files_formats() {
-    assert_eq!(lines(&files(), &style(SearchMode::Count, true, true, false), str::to_string), ["/w/a.txt:2", "/w/sub/b.txt:1"]);
+    assert_eq!(
+        lines(&files(), &style(SearchMode::Count, true, true, false), str::to_string),
+        ["/w/a.txt:2", "/w/sub/b.txt:1"]
+    );
     assert_eq!(lines(&files()[..1], &style(SearchMode::Count, false, true, false), str::to_string), ["2"]);
     assert_eq!(
         lines(&files(), &style(SearchMode::FilesWithMatches, true, true, false), |p| p.replace("/w/", "")),
@@ -123,7 +126,13 @@ fn error_texts() {
 
 #[test]
 fn rules_and_suggestions() {
-    let c = Context { mode: PermissionMode::Default, working_dirs: vec!["/w".into()], cwd: "/w".into(), home: "/h".into(), tool_config: json!({}) };
+    let c = Context {
+        mode: PermissionMode::Default,
+        working_dirs: vec!["/w".into()],
+        cwd: "/w".into(),
+        home: "/h".into(),
+        tool_config: json!({}),
+    };
     let cases = [
         Input { pattern: "x".into(), ..Default::default() },
         Input { pattern: "x".into(), path: Some("src".into()), ..Default::default() },

@@ -8,11 +8,7 @@ pub fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
+        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
         let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -64,14 +60,5 @@ pub fn argv(exe: &str, command: &str) -> Vec<String> {
 
 /// The argv that checks `exe` works (`exit 0`).
 pub fn probe_argv(exe: &str) -> Vec<String> {
-    [
-        exe,
-        "-NoLogo",
-        "-NoProfile",
-        "-NonInteractive",
-        "-Command",
-        "exit 0",
-    ]
-    .map(String::from)
-    .to_vec()
+    [exe, "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", "exit 0"].map(String::from).to_vec()
 }

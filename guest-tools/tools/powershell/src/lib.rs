@@ -13,8 +13,7 @@ use serde::Deserialize;
 use serde_json::json;
 use shell_exec::{LineEndings, MAX_OUTPUT_CHARS, StreamOptions};
 use toolhost_sdk::{
-    Context, Decision, Output, PermissionRule, ResultState, Tool, ToolError, ToolSpec, export_tool,
-    text_chunk,
+    Context, Decision, Output, PermissionRule, ResultState, Tool, ToolError, ToolSpec, export_tool, text_chunk,
 };
 
 pub mod encode;
@@ -83,8 +82,7 @@ impl Tool for PowerShell {
     }
 
     fn check_permissions(_input: &Input, _ctx: &Context) -> Decision {
-        Decision::ask("Execute PowerShell command")
-            .because("PowerShell command validation is not enabled")
+        Decision::ask("Execute PowerShell command").because("PowerShell command validation is not enabled")
     }
 
     fn suggestions(_input: &Input, _ctx: &Context) -> Vec<PermissionRule> {
@@ -92,18 +90,13 @@ impl Tool for PowerShell {
     }
 
     fn call(input: Input, out: &mut Output) -> Result<(), ToolError> {
-        let timeout_ms =
-            shell_exec::timeout_ms(input.timeout.as_ref()).map_err(ToolError::InvalidInput)?;
+        let timeout_ms = shell_exec::timeout_ms(input.timeout.as_ref()).map_err(ToolError::InvalidInput)?;
         let Some(exe) = probe::find()? else {
             out.emit(text_chunk(NOT_AVAILABLE, ResultState::Error, None));
             return Ok(());
         };
-        let opts = StreamOptions {
-            command: &input.command,
-            timeout_ms,
-            endings: LineEndings::All,
-            limit: MAX_OUTPUT_CHARS,
-        };
+        let opts =
+            StreamOptions { command: &input.command, timeout_ms, endings: LineEndings::All, limit: MAX_OUTPUT_CHARS };
         shell_exec::run(encode::argv(exe, &input.command), &opts, out)
     }
 }

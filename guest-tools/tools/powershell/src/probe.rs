@@ -48,10 +48,7 @@ pub fn find() -> Result<Option<&'static str>, ToolError> {
         };
         let result = backend::spawn(&request).map(|p| p.wait().code);
         if let Err(e) = &result {
-            log::debug(&format!(
-                "PowerShell probe of {exe}: {}",
-                shell_exec::describe_error(e)
-            ));
+            log::debug(&format!("PowerShell probe of {exe}: {}", shell_exec::describe_error(e)));
         }
         match verdict(result) {
             Verdict::Use => return Ok(Some(exe)),

@@ -6,13 +6,7 @@ use crate::probe::{Verdict, verdict};
 use crate::{Input, PowerShell};
 
 fn ctx(mode: PermissionMode) -> Context {
-    Context {
-        mode,
-        working_dirs: vec!["/p".into()],
-        cwd: "/p".into(),
-        home: "/h".into(),
-        tool_config: json!({}),
-    }
+    Context { mode, working_dirs: vec!["/p".into()], cwd: "/p".into(), home: "/h".into(), tool_config: json!({}) }
 }
 
 fn input(command: &str) -> Input {
@@ -56,35 +50,19 @@ fn wrapper_embeds_the_command_encoded_and_sets_up_output() {
     let w = wrapper("Write-Output 'a'; exit 3");
     assert!(w.contains("$ProgressPreference = 'SilentlyContinue'"));
     assert!(w.contains("[Console]::OutputEncoding = [System.Text.UTF8Encoding]::new($false)"));
-    assert!(w.contains(&format!(
-        "FromBase64String('{}')",
-        encode("Write-Output 'a'; exit 3")
-    )));
+    assert!(w.contains(&format!("FromBase64String('{}')", encode("Write-Output 'a'; exit 3"))));
     assert!(w.contains("[ScriptBlock]::Create("));
-    assert!(
-        !w.contains("Write-Output"),
-        "the command never appears in clear"
-    );
+    assert!(!w.contains("Write-Output"), "the command never appears in clear");
 }
 
 #[test]
 fn argv_uses_encoded_command() {
     let a = argv("pwsh", "echo 'x\"y'");
-    assert_eq!(
-        a[..4],
-        ["pwsh", "-NoProfile", "-NonInteractive", "-EncodedCommand"]
-    );
+    assert_eq!(a[..4], ["pwsh", "-NoProfile", "-NonInteractive", "-EncodedCommand"]);
     assert_eq!(a[4], encode(&wrapper("echo 'x\"y'")));
     assert_eq!(
         probe_argv("powershell.exe"),
-        [
-            "powershell.exe",
-            "-NoLogo",
-            "-NoProfile",
-            "-NonInteractive",
-            "-Command",
-            "exit 0"
-        ]
+        ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", "exit 0"]
     );
 }
 
@@ -94,18 +72,9 @@ fn probe_verdicts() {
         assert!(matches!(verdict(Ok(code)), Verdict::Use));
     }
     assert!(matches!(verdict(Ok(127)), Verdict::Next));
-    assert!(matches!(
-        verdict(Err(ToolError::NotFound("program 'pwsh' not found".into()))),
-        Verdict::Next
-    ));
-    assert!(matches!(
-        verdict(Err(ToolError::Io("x".into()))),
-        Verdict::Next
-    ));
-    assert!(matches!(
-        verdict(Err(ToolError::Denied("exec".into()))),
-        Verdict::Fail(ToolError::Denied(_))
-    ));
+    assert!(matches!(verdict(Err(ToolError::NotFound("program 'pwsh' not found".into()))), Verdict::Next));
+    assert!(matches!(verdict(Err(ToolError::Io("x".into()))), Verdict::Next));
+    assert!(matches!(verdict(Err(ToolError::Denied("exec".into()))), Verdict::Fail(ToolError::Denied(_))));
 }
 
 #[test]
@@ -121,10 +90,7 @@ fn always_asks_without_immunity_in_every_mode() {
         assert_eq!(d.behavior, PermissionBehavior::Ask);
         assert!(!d.bypass_immune);
         assert_eq!(d.message, "Execute PowerShell command");
-        assert_eq!(
-            d.reason.as_deref(),
-            Some("PowerShell command validation is not enabled")
-        );
+        assert_eq!(d.reason.as_deref(), Some("PowerShell command validation is not enabled"));
     }
 }
 
@@ -133,12 +99,7 @@ fn no_suggestions_no_content_rules() {
     let c = ctx(PermissionMode::Default);
     assert!(PowerShell::suggestions(&input("ls"), &c).is_empty());
     assert_eq!(
-        PowerShell::match_rules(
-            PermissionBehavior::Allow,
-            &["ls".into(), "ls:*".into()],
-            &input("ls"),
-            &c
-        ),
+        PowerShell::match_rules(PermissionBehavior::Allow, &["ls".into(), "ls:*".into()], &input("ls"), &c),
         None
     );
     assert!(!PowerShell::check_read_only(&input("Get-ChildItem")));
@@ -150,8 +111,5 @@ fn spec_identity() {
     assert_eq!(s.name, "PowerShell");
     assert!(!s.read_only && !s.concurrency_safe && s.capabilities.process_exec);
     assert_eq!(s.input_schema["required"], json!(["command"]));
-    assert_eq!(
-        s.input_schema["properties"]["timeout"]["maximum"],
-        json!(600000)
-    );
+    assert_eq!(s.input_schema["properties"]["timeout"]["maximum"], json!(600000));
 }

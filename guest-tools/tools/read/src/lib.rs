@@ -16,7 +16,10 @@ mod settings;
 
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_sdk::{Context, Decision, Output, PermissionBehavior, PermissionRule, Tool, ToolError, ToolSpec, backend, export_tool, state, suggest};
+use toolhost_sdk::{
+    Context, Decision, Output, PermissionBehavior, PermissionRule, Tool, ToolError, ToolSpec, backend, export_tool,
+    state, suggest,
+};
 
 pub use format::{BINARY_SNIFF_BYTES, format_lines, looks_binary, split_lines};
 pub use settings::Settings;
@@ -151,12 +154,14 @@ fn run(input: &Input, settings: &Settings, out: &mut Output) -> Result<(), Strin
                 let list = if accepted.is_empty() { "none".to_string() } else { accepted.join(", ") };
                 return Err(format!("Error: Unsupported image type {media_type}, only {list} are supported."));
             }
-            let bytes = backend::read_file(path).map_err(|e| format!("Error reading file: {}", file_common::error_text(&e)))?;
+            let bytes =
+                backend::read_file(path).map_err(|e| format!("Error reading file: {}", file_common::error_text(&e)))?;
             out.data(media_type, bytes, Some(basename(path)));
             Ok(())
         }
         Kind::Pdf => {
-            let bytes = backend::read_file(path).map_err(|e| format!("Error reading PDF: {}", file_common::error_text(&e)))?;
+            let bytes =
+                backend::read_file(path).map_err(|e| format!("Error reading PDF: {}", file_common::error_text(&e)))?;
             match pdf::read(&bytes, input.pages.as_deref(), settings.accepts("application/pdf"))? {
                 pdf::PdfOutput::Document(doc) => {
                     out.data("application/pdf", doc, Some(basename(path)));

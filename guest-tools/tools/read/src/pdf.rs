@@ -59,7 +59,9 @@ pub fn select_pages(pages: Option<&str>, total: usize) -> Result<(usize, usize),
     let last = last.min(total);
     let k = last - first + 1;
     if k > MAX_PAGES_PER_REQUEST {
-        return Err(format!("Error: Requested {k} pages, at most {MAX_PAGES_PER_REQUEST} pages can be read per request."));
+        return Err(format!(
+            "Error: Requested {k} pages, at most {MAX_PAGES_PER_REQUEST} pages can be read per request."
+        ));
     }
     Ok((first, last))
 }
@@ -108,7 +110,8 @@ pub fn read(bytes: &[u8], pages: Option<&str>, passthrough: bool) -> Result<PdfO
 
 /// A new PDF holding only pages `first..=last`.
 pub fn subset(mut doc: Document, first: usize, last: usize) -> Result<Vec<u8>, String> {
-    let drop: Vec<u32> = doc.get_pages().keys().copied().filter(|&p| (p as usize) < first || (p as usize) > last).collect();
+    let drop: Vec<u32> =
+        doc.get_pages().keys().copied().filter(|&p| (p as usize) < first || (p as usize) > last).collect();
     doc.delete_pages(&drop);
     doc.prune_objects();
     let mut out = Vec::new();

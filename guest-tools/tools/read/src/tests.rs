@@ -84,7 +84,9 @@ fn settings_parsing() {
     let d = Settings::default();
     assert!(d.accepts("image/png") && !d.accepts("image/bmp") && !d.accepts("application/pdf"));
     assert_eq!(d.accepted_image_types(), ["image/png", "image/jpeg", "image/gif", "image/webp"]);
-    let s = Settings::from_config(&serde_json::json!({"max_line_characters": 10, "model_input_types": ["image/*", "application/pdf"]}));
+    let s = Settings::from_config(
+        &serde_json::json!({"max_line_characters": 10, "model_input_types": ["image/*", "application/pdf"]}),
+    );
     assert_eq!(s.max_line_characters, 10);
     assert!(s.accepts("image/bmp") && s.accepts("application/pdf"));
     assert_eq!(s.accepted_image_types(), ["image/*"]);
@@ -115,7 +117,10 @@ fn page_selection_messages() {
     assert!(select_pages(Some("1,2"), 5).is_err());
     assert!(select_pages(Some("-2"), 5).is_err());
     for bad in ["0", "3-2", "6"] {
-        assert_eq!(select_pages(Some(bad), 5).unwrap_err(), format!("Error: Invalid pages '{bad}'. PDF has 5 page(s)."));
+        assert_eq!(
+            select_pages(Some(bad), 5).unwrap_err(),
+            format!("Error: Invalid pages '{bad}'. PDF has 5 page(s).")
+        );
     }
     assert_eq!(
         select_pages(Some("1-21"), 30).unwrap_err(),

@@ -50,7 +50,8 @@ impl Tool for TaskCreate {
     }
 
     fn call(input: CreateInput, out: &mut Output) -> Result<(), ToolError> {
-        let result = store::update(|tasks| Ok::<_, std::convert::Infallible>(tasks.create(input.clone(), time::now_iso())));
+        let result =
+            store::update(|tasks| Ok::<_, std::convert::Infallible>(tasks.create(input.clone(), time::now_iso())));
         match result {
             Ok(Ok(text)) => out.text(&text),
             Ok(Err(never)) => match never {},
@@ -80,8 +81,7 @@ mod tests {
             home: "/".into(),
             tool_config: json!({}),
         };
-        let input: task_model::CreateInput =
-            serde_json::from_str(r#"{"subject":"s","description":"d"}"#).unwrap();
+        let input: task_model::CreateInput = serde_json::from_str(r#"{"subject":"s","description":"d"}"#).unwrap();
         let d = TaskCreate::check_permissions(&input, &ctx);
         assert_eq!(d.behavior, PermissionBehavior::Allow);
         assert_eq!(d.message, "TaskCreate is always allowed to be called.");

@@ -103,15 +103,7 @@ mod schema_tests {
     fn optional_fields_are_nullable_with_null_default() {
         let schema = TaskUpdate::spec().input_schema;
         assert_eq!(schema["required"], json!(["task_id"]));
-        for field in [
-            "subject",
-            "description",
-            "add_blocks",
-            "status",
-            "add_blocked_by",
-            "owner",
-            "metadata",
-        ] {
+        for field in ["subject", "description", "add_blocks", "status", "add_blocked_by", "owner", "metadata"] {
             let p = &schema["properties"][field];
             assert_eq!(p["anyOf"][1], json!({"type": "null"}), "{field}");
             assert_eq!(p["default"], serde_json::Value::Null, "{field}");

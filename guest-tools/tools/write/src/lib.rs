@@ -11,7 +11,10 @@
 
 use serde::Deserialize;
 use serde_json::json;
-use toolhost_sdk::{Context, Decision, Output, PermissionBehavior, PermissionRule, Tool, ToolError, ToolSpec, backend, export_tool, state, suggest};
+use toolhost_sdk::{
+    Context, Decision, Output, PermissionBehavior, PermissionRule, Tool, ToolError, ToolSpec, backend, export_tool,
+    state, suggest,
+};
 
 /// The `Write` tool.
 pub struct Write;
@@ -94,7 +97,12 @@ impl Tool for Write {
     }
 
     fn check_permissions(input: &Input, ctx: &Context) -> Decision {
-        file_common::write_permission(file_common::WriteOp { noun: "Write", verb: "writing" }, &input.file_path, file_common::real_path(&input.file_path).as_deref(), ctx)
+        file_common::write_permission(
+            file_common::WriteOp { noun: "Write", verb: "writing" },
+            &input.file_path,
+            file_common::real_path(&input.file_path).as_deref(),
+            ctx,
+        )
     }
 
     fn match_rule(_behavior: PermissionBehavior, rule_content: &str, input: &Input, _ctx: &Context) -> bool {
@@ -160,9 +168,12 @@ mod tests {
             assert!(Write::match_rule(PermissionBehavior::Allow, &content, &input, &c), "{content} vs {p}");
         }
         assert_eq!(
-            Write::suggestions(&Input { file_path: "/a/b/c.py".into(), content: String::new() }, &ctx(PermissionMode::Default))[0]
-                .rule_content
-                .as_deref(),
+            Write::suggestions(
+                &Input { file_path: "/a/b/c.py".into(), content: String::new() },
+                &ctx(PermissionMode::Default)
+            )[0]
+            .rule_content
+            .as_deref(),
             Some("/a/b/**")
         );
     }

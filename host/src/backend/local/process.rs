@@ -51,15 +51,9 @@ struct LocalProcess {
 }
 
 /// Starts `request.argv` in `cwd` (see the module docs of `local`).
-pub(super) fn spawn(
-    cwd: &Path,
-    request: &ExecRequest,
-    cap: u64,
-) -> Result<Box<dyn Process>, BackendError> {
+pub(super) fn spawn(cwd: &Path, request: &ExecRequest, cap: u64) -> Result<Box<dyn Process>, BackendError> {
     let Some((program, args)) = request.argv.split_first() else {
-        return Err(BackendError::Invalid(
-            "empty argv: name the program to run in argv[0]".into(),
-        ));
+        return Err(BackendError::Invalid("empty argv: name the program to run in argv[0]".into()));
     };
     if !cwd.is_dir() {
         return Err(BackendError::NotFound(format!(
@@ -88,50 +82,21 @@ pub(super) fn spawn(
         _ => BackendError::Io(format!("cannot start '{program}': {e}")),
     })?;
     let Some(pid) = child.id().and_then(|p| libc::pid_t::try_from(p).ok()) else {
-        return Err(BackendError::Io(format!(
-            "'{program}' exited before it could be supervised"
-        )));
+        return Err(BackendError::Io(format!("'{program}' exited before it could be supervised")));
     };
-    let group = Arc::new(Group {
-        pgid: pid,
-        alive: Mutex::new(true),
-    });
+    let group = Arc::new(Group { pgid: pid, alive: Mutex::new(true) });
     let (tx, rx) = mpsc::unbounded_channel();
     let truncated = Arc::new(AtomicBool::new(false));
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
-        readers.push(tokio::spawn(pump(
-            out,
-            tx.clone(),
-            OutputPiece::Stdout,
-            cap,
-            truncated.clone(),
-        )));
+        readers.push(tokio::spawn(pump(out, tx.clone(), OutputPiece::Stdout, cap, truncated.clone())));
     }
     if let Some(err) = child.stderr.take() {
-        readers.push(tokio::spawn(pump(
-            err,
-            tx,
-            OutputPiece::Stderr,
-            cap,
-            truncated.clone(),
-        )));
+        readers.push(tokio::spawn(pump(err, tx, OutputPiece::Stderr, cap, truncated.clone())));
     }
     let (status_tx, status_rx) = oneshot::channel();
-    tokio::spawn(supervise(
-        child,
-        group.clone(),
-        request.timeout,
-        readers,
-        truncated,
-        status_tx,
-    ));
-    Ok(Box::new(LocalProcess {
-        output: rx,
-        status: Some(status_rx),
-        finished: None,
-        group,
-    }))
+    tokio::spawn(supervise(child, group.clone(), request.timeout, readers, truncated, status_tx));
+    Ok(Box::new(LocalProcess { output: rx, status: Some(status_rx), finished: None, group }))
 }
 
 /// Forwards one pipe to the channel; beyond `cap` bytes it keeps draining the
@@ -170,14 +135,7 @@ fn wait_exited_unreaped(pid: libc::pid_t) {
         // SAFETY: `info` is a plain C struct written by waitid; zeroed is a
         // valid initial value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
+        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
         if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return;
         }
@@ -202,10 +160,7 @@ async fn supervise(
     let status = child.wait().await;
     let deadline = tokio::time::Instant::now() + READ_GRACE;
     for mut reader in readers {
-        if tokio::time::timeout_at(deadline, &mut reader)
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout_at(deadline, &mut reader).await.is_err() {
             reader.abort();
         }
     }
@@ -213,11 +168,7 @@ async fn supervise(
         Ok(s) if !timed_out => s.code().unwrap_or(-1),
         _ => -1,
     };
-    let _ = status_tx.send(ExitStatus {
-        code,
-        timed_out,
-        truncated: truncated.load(Ordering::Relaxed),
-    });
+    let _ = status_tx.send(ExitStatus { code, timed_out, truncated: truncated.load(Ordering::Relaxed) });
 }
 
 #[async_trait]
@@ -232,16 +183,8 @@ impl Process for LocalProcess {
         }
         self.output.close();
         let status = match self.status.take() {
-            Some(rx) => rx.await.unwrap_or(ExitStatus {
-                code: -1,
-                timed_out: false,
-                truncated: false,
-            }),
-            None => ExitStatus {
-                code: -1,
-                timed_out: false,
-                truncated: false,
-            },
+            Some(rx) => rx.await.unwrap_or(ExitStatus { code: -1, timed_out: false, truncated: false }),
+            None => ExitStatus { code: -1, timed_out: false, truncated: false },
         };
         self.finished = Some(status);
         status

@@ -19,8 +19,7 @@ use ignore::types::TypesBuilder;
 use ignore::{WalkBuilder, WalkState};
 
 use crate::backend::{
-    BackendError, DirEntry, EntryKind, SearchFile, SearchLine, SearchMode, SearchRequest,
-    WalkOptions,
+    BackendError, DirEntry, EntryKind, SearchFile, SearchLine, SearchMode, SearchRequest, WalkOptions,
 };
 
 /// Version-control directories that are never walked (as the Grep tool's
@@ -32,10 +31,7 @@ pub(super) const VCS_DIRS: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".
 /// which case `.` also matches `\n`.
 pub(super) fn build_matcher(req: &SearchRequest) -> Result<RegexMatcher, BackendError> {
     let mut b = RegexMatcherBuilder::new();
-    b.case_insensitive(req.case_insensitive)
-        .multi_line(true)
-        .unicode(true)
-        .octal(false);
+    b.case_insensitive(req.case_insensitive).multi_line(true).unicode(true).octal(false);
     if req.multiline {
         b.dot_matches_new_line(true);
     } else {
@@ -51,11 +47,7 @@ pub(super) fn build_matcher(req: &SearchRequest) -> Result<RegexMatcher, Backend
 }
 
 /// A configured walker over `start`.
-fn walker(
-    start: &Path,
-    opts: &WalkOptions,
-    real_roots: &[PathBuf],
-) -> Result<WalkBuilder, BackendError> {
+fn walker(start: &Path, opts: &WalkOptions, real_roots: &[PathBuf]) -> Result<WalkBuilder, BackendError> {
     let mut b = WalkBuilder::new(start);
     let r = opts.respect_ignore_files;
     b.hidden(!opts.hidden)
@@ -78,27 +70,19 @@ fn walker(
                 ))
             })?;
         }
-        let ov = ob
-            .build()
-            .map_err(|e| BackendError::Invalid(format!("invalid globs {:?}: {e}", opts.globs)))?;
+        let ov = ob.build().map_err(|e| BackendError::Invalid(format!("invalid globs {:?}: {e}", opts.globs)))?;
         b.overrides(ov);
     }
     if let Some(name) = opts.file_type.as_deref().filter(|t| !t.is_empty()) {
         let mut tb = TypesBuilder::new();
         tb.add_defaults();
         if !tb.definitions().iter().any(|d| d.name() == name) {
-            let mut known: Vec<String> = tb
-                .definitions()
-                .iter()
-                .map(|d| d.name().to_string())
-                .collect();
+            let mut known: Vec<String> = tb.definitions().iter().map(|d| d.name().to_string()).collect();
             known.sort();
-            let sample: Vec<&str> = [
-                "c", "cpp", "go", "java", "js", "json", "md", "py", "rust", "sh", "ts", "toml",
-            ]
-            .into_iter()
-            .filter(|k| known.iter().any(|n| n == k))
-            .collect();
+            let sample: Vec<&str> = ["c", "cpp", "go", "java", "js", "json", "md", "py", "rust", "sh", "ts", "toml"]
+                .into_iter()
+                .filter(|k| known.iter().any(|n| n == k))
+                .collect();
             return Err(BackendError::Invalid(format!(
                 "unknown file type {name:?}; use one of ripgrep's type names, e.g. {} ({} known: `rg --type-list`)",
                 sample.join(", "),
@@ -106,19 +90,13 @@ fn walker(
             )));
         }
         tb.select(name);
-        let types = tb
-            .build()
-            .map_err(|e| BackendError::Invalid(format!("file type {name:?}: {e}")))?;
+        let types = tb.build().map_err(|e| BackendError::Invalid(format!("file type {name:?}: {e}")))?;
         b.types(types);
     }
     let follow = opts.follow_symlinks;
     let roots = real_roots.to_vec();
     b.filter_entry(move |e| {
-        if e.depth() > 0
-            && e.file_name()
-                .to_str()
-                .is_some_and(|n| VCS_DIRS.contains(&n))
-        {
+        if e.depth() > 0 && e.file_name().to_str().is_some_and(|n| VCS_DIRS.contains(&n)) {
             return false;
         }
         if follow && e.path_is_symlink() {
@@ -130,10 +108,7 @@ fn walker(
 }
 
 fn threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(12)
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(12)
 }
 
 /// Whether the real path of `p` is under one of `roots`.
@@ -150,19 +125,13 @@ fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
     if secs < 0 {
         0
     } else {
-        (secs as u64)
-            .saturating_mul(1_000_000_000)
-            .saturating_add(meta.mtime_nsec().max(0) as u64)
+        (secs as u64).saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec().max(0) as u64)
     }
 }
 
 /// Walks from `start`, returning files (and, when symlinks are not followed,
 /// symlinks whose real target is a file inside the roots), sorted by path.
-pub(super) fn walk(
-    start: &Path,
-    opts: &WalkOptions,
-    real_roots: &[PathBuf],
-) -> Result<Vec<DirEntry>, BackendError> {
+pub(super) fn walk(start: &Path, opts: &WalkOptions, real_roots: &[PathBuf]) -> Result<Vec<DirEntry>, BackendError> {
     let builder = walker(start, opts, real_roots)?;
     let names = name_filter(&opts.match_names)?;
     let found = Mutex::new(Vec::new());
@@ -189,15 +158,9 @@ pub(super) fn walk(
                 return WalkState::Continue;
             }
             let kind = if ft.is_file() {
-                if entry.path_is_symlink() {
-                    EntryKind::Symlink
-                } else {
-                    EntryKind::File
-                }
+                if entry.path_is_symlink() { EntryKind::Symlink } else { EntryKind::File }
             } else if ft.is_symlink() && !follow {
-                let target_is_file = std::fs::metadata(entry.path())
-                    .map(|m| m.is_file())
-                    .unwrap_or(false);
+                let target_is_file = std::fs::metadata(entry.path()).map(|m| m.is_file()).unwrap_or(false);
                 if !target_is_file || !inside(entry.path(), real_roots) {
                     return WalkState::Continue;
                 }
@@ -212,12 +175,7 @@ pub(super) fn walk(
                 Ok(m) => (m.len(), mtime_ns(&m)),
                 Err(_) => (0, 0),
             };
-            let item = DirEntry {
-                path: entry.path().to_string_lossy().into_owned(),
-                kind,
-                size,
-                mtime_ns: mtime,
-            };
+            let item = DirEntry { path: entry.path().to_string_lossy().into_owned(), kind, size, mtime_ns: mtime };
             found.lock().unwrap_or_else(|p| p.into_inner()).push(item);
             WalkState::Continue
         })
@@ -234,9 +192,12 @@ fn name_filter(globs: &[String]) -> Result<Option<globset::GlobSet>, BackendErro
     }
     let mut set = globset::GlobSetBuilder::new();
     for g in globs {
-        let glob = globset::GlobBuilder::new(g).literal_separator(true).backslash_escape(true).build().map_err(|e| {
-            BackendError::Invalid(format!("invalid name glob {g:?}: {e}; name globs match file names (`*.rs`, `Cargo.{{toml,lock}}`)"))
-        })?;
+        let glob =
+            globset::GlobBuilder::new(g).literal_separator(true).backslash_escape(true).build().map_err(|e| {
+                BackendError::Invalid(format!(
+                    "invalid name glob {g:?}: {e}; name globs match file names (`*.rs`, `Cargo.{{toml,lock}}`)"
+                ))
+            })?;
         set.add(glob);
     }
     set.build().map(Some).map_err(|e| BackendError::Invalid(format!("invalid name globs {globs:?}: {e}")))
@@ -257,12 +218,9 @@ pub(super) fn search(
     let follow = req.files.follow_symlinks;
     let content = req.mode == SearchMode::Content;
     let mut sb = SearcherBuilder::new();
-    sb.line_number(content)
-        .binary_detection(BinaryDetection::quit(b'\x00'))
-        .multi_line(req.multiline);
+    sb.line_number(content).binary_detection(BinaryDetection::quit(b'\x00')).multi_line(req.multiline);
     if content {
-        sb.before_context(req.before_context as usize)
-            .after_context(req.after_context as usize);
+        sb.before_context(req.before_context as usize).after_context(req.after_context as usize);
     }
     builder.build_parallel().run(|| {
         let results = &results;
@@ -293,10 +251,7 @@ pub(super) fn search(
                 return WalkState::Continue;
             };
             if let Some(found) = search_file(&mut searcher, &matcher, &file, entry.path(), req) {
-                results
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(found);
+                results.lock().unwrap_or_else(|p| p.into_inner()).push(found);
             }
             WalkState::Continue
         })
@@ -326,11 +281,7 @@ fn search_file(
     if sink.count == 0 {
         return None;
     }
-    Some(SearchFile {
-        path: path.to_string_lossy().into_owned(),
-        count: sink.count,
-        lines: sink.lines,
-    })
+    Some(SearchFile { path: path.to_string_lossy().into_owned(), count: sink.count, lines: sink.lines })
 }
 
 /// Collects one file's results in the shape of the request's mode.
@@ -347,24 +298,14 @@ impl Collect {
     fn push(&mut self, line_number: u64, raw: &[u8], is_context: bool) {
         // rg's --max-columns measures the line with its terminator.
         let text = if self.max_columns > 0 && raw.len() > self.max_columns {
-            if is_context {
-                "[Omitted long context line]"
-            } else {
-                "[Omitted long matching line]"
-            }
-            .to_string()
+            if is_context { "[Omitted long context line]" } else { "[Omitted long matching line]" }.to_string()
         } else {
             let mut t = raw.strip_suffix(b"\n").unwrap_or(raw);
             t = t.strip_suffix(b"\r").unwrap_or(t);
             String::from_utf8_lossy(t).into_owned()
         };
         let gap_before = std::mem::take(&mut self.gap);
-        self.lines.push(SearchLine {
-            line_number,
-            text,
-            is_context,
-            gap_before,
-        });
+        self.lines.push(SearchLine { line_number, text, is_context, gap_before });
     }
 }
 
@@ -379,11 +320,7 @@ impl Sink for Collect {
             }
             SearchMode::Count => {
                 // As rg -c: matching lines; in multiline mode, matches.
-                self.count += if self.multiline {
-                    1
-                } else {
-                    m.lines().count() as u64
-                };
+                self.count += if self.multiline { 1 } else { m.lines().count() as u64 };
                 Ok(true)
             }
             SearchMode::Content => {

@@ -27,21 +27,9 @@ impl Fixture {
         fs::create_dir_all(&outside).unwrap();
         fs::write(outside.join("secret.txt"), SECRET).unwrap();
         let backend = LocalBackend::new(root.clone(), base.clone());
-        let scope = FsScope::new(
-            "T",
-            vec![Root {
-                path: root.clone(),
-                write: true,
-            }],
-            "grant it with --grant T=fs-write:PATH",
-        );
-        Fixture {
-            _tmp: tmp,
-            root,
-            outside,
-            backend,
-            scope,
-        }
+        let scope =
+            FsScope::new("T", vec![Root { path: root.clone(), write: true }], "grant it with --grant T=fs-write:PATH");
+        Fixture { _tmp: tmp, root, outside, backend, scope }
     }
 
     fn p(&self, rel: &str) -> String {
@@ -50,10 +38,7 @@ impl Fixture {
 
     fn secret_unchanged(&self) {
         assert_eq!(fs::read(self.outside.join("secret.txt")).unwrap(), SECRET);
-        let names: Vec<_> = fs::read_dir(&self.outside)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names: Vec<_> = fs::read_dir(&self.outside).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 1, "outside dir gained entries: {names:?}");
     }
 }
@@ -69,60 +54,29 @@ fn denied(r: Result<impl std::fmt::Debug, BackendError>) -> String {
 async fn file_round_trip() {
     let f = Fixture::new();
     let b = &f.backend;
-    b.write_file(&f.scope, &f.p("a/b/c.txt"), b"hello")
-        .await
-        .unwrap();
-    assert_eq!(
-        b.read_file(&f.scope, &f.p("a/b/c.txt")).await.unwrap(),
-        b"hello"
-    );
+    b.write_file(&f.scope, &f.p("a/b/c.txt"), b"hello").await.unwrap();
+    assert_eq!(b.read_file(&f.scope, &f.p("a/b/c.txt")).await.unwrap(), b"hello");
     // relative paths are joined onto the cwd (the root here)
     assert_eq!(b.read_file(&f.scope, "a/b/c.txt").await.unwrap(), b"hello");
     let st = b.stat(&f.scope, &f.p("a/b/c.txt")).await.unwrap();
     assert_eq!((st.kind, st.size), (EntryKind::File, 5));
     assert!(st.mtime_ns > 1_000_000_000_000_000_000);
-    assert_eq!(
-        b.stat(&f.scope, &f.p("a")).await.unwrap().kind,
-        EntryKind::Directory
-    );
+    assert_eq!(b.stat(&f.scope, &f.p("a")).await.unwrap().kind, EntryKind::Directory);
     b.create_dir(&f.scope, &f.p("x/y/z")).await.unwrap();
-    let mut names: Vec<_> = b
-        .list_dir(&f.scope, &f.p(""))
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| (e.path, e.kind))
-        .collect();
+    let mut names: Vec<_> =
+        b.list_dir(&f.scope, &f.p("")).await.unwrap().into_iter().map(|e| (e.path, e.kind)).collect();
     names.sort_by(|a, b| a.0.cmp(&b.0));
-    assert_eq!(
-        names,
-        vec![
-            ("a".to_string(), EntryKind::Directory),
-            ("x".to_string(), EntryKind::Directory)
-        ]
-    );
+    assert_eq!(names, vec![("a".to_string(), EntryKind::Directory), ("x".to_string(), EntryKind::Directory)]);
     b.remove(&f.scope, &f.p("a")).await.unwrap();
     assert!(!f.root.join("a").exists());
     b.remove(&f.scope, &f.p("x/y/z")).await.unwrap();
     assert!(f.root.join("x/y").exists());
-    let err = b
-        .read_file(&f.scope, &f.p("missing.txt"))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, BackendError::NotFound(m) if m.contains("missing.txt")),
-        "{err:?}"
-    );
+    let err = b.read_file(&f.scope, &f.p("missing.txt")).await.unwrap_err();
+    assert!(matches!(&err, BackendError::NotFound(m) if m.contains("missing.txt")), "{err:?}");
     let err = b.read_file(&f.scope, &f.p("x")).await.unwrap_err();
-    assert!(
-        matches!(&err, BackendError::Invalid(m) if m.contains("directory")),
-        "{err:?}"
-    );
+    assert!(matches!(&err, BackendError::Invalid(m) if m.contains("directory")), "{err:?}");
     let err = b.remove(&f.scope, &f.p("")).await.unwrap_err();
-    assert!(
-        matches!(&err, BackendError::Invalid(m) if m.contains("root itself")),
-        "{err:?}"
-    );
+    assert!(matches!(&err, BackendError::Invalid(m) if m.contains("root itself")), "{err:?}");
     assert!(f.root.exists());
 }
 
@@ -132,25 +86,16 @@ async fn dot_dot_and_absolute_paths_cannot_escape() {
     let b = &f.backend;
     let via_dotdot = format!("{}/../outside/secret.txt", f.root.display());
     let msg = denied(b.read_file(&f.scope, &via_dotdot).await);
-    assert!(
-        msg.contains("outside/secret.txt") && msg.contains("--grant"),
-        "{msg}"
-    );
+    assert!(msg.contains("outside/secret.txt") && msg.contains("--grant"), "{msg}");
     denied(b.read_file(&f.scope, "../outside/secret.txt").await);
-    denied(
-        b.write_file(&f.scope, "../outside/secret.txt", b"pwned")
-            .await,
-    );
+    denied(b.write_file(&f.scope, "../outside/secret.txt", b"pwned").await);
     denied(b.write_file(&f.scope, &via_dotdot, b"pwned").await);
     let abs = f.outside.join("secret.txt").display().to_string();
     denied(b.read_file(&f.scope, &abs).await);
     denied(b.write_file(&f.scope, &abs, b"pwned").await);
     denied(b.remove(&f.scope, &abs).await);
     denied(b.stat(&f.scope, &abs).await);
-    denied(
-        b.create_dir(&f.scope, &f.outside.join("new").display().to_string())
-            .await,
-    );
+    denied(b.create_dir(&f.scope, &f.outside.join("new").display().to_string()).await);
     f.secret_unchanged();
 }
 
@@ -181,10 +126,7 @@ async fn symlinked_directory_pointing_outside_is_refused() {
     symlink(&f.outside, f.root.join("out")).unwrap();
     denied(b.read_file(&f.scope, &f.p("out/secret.txt")).await);
     denied(b.list_dir(&f.scope, &f.p("out")).await);
-    denied(
-        b.write_file(&f.scope, &f.p("out/secret.txt"), b"pwned")
-            .await,
-    );
+    denied(b.write_file(&f.scope, &f.p("out/secret.txt"), b"pwned").await);
     denied(b.write_file(&f.scope, &f.p("out/new.txt"), b"pwned").await);
     denied(b.create_dir(&f.scope, &f.p("out/sub")).await);
     denied(b.remove(&f.scope, &f.p("out/secret.txt")).await);
@@ -203,27 +145,13 @@ async fn symlinks_inside_the_scope_are_followed() {
     symlink(f.root.join("real/file.txt"), f.root.join("abs-in")).unwrap();
     symlink("real", f.root.join("dir-in")).unwrap();
     assert_eq!(b.read_file(&f.scope, &f.p("abs-in")).await.unwrap(), b"v1");
-    assert_eq!(
-        b.read_file(&f.scope, &f.p("dir-in/file.txt"))
-            .await
-            .unwrap(),
-        b"v1"
-    );
-    assert_eq!(
-        b.stat(&f.scope, &f.p("abs-in")).await.unwrap().kind,
-        EntryKind::File
-    );
+    assert_eq!(b.read_file(&f.scope, &f.p("dir-in/file.txt")).await.unwrap(), b"v1");
+    assert_eq!(b.stat(&f.scope, &f.p("abs-in")).await.unwrap().kind, EntryKind::File);
     // Writing through a link replaces the target and keeps the link.
     b.write_file(&f.scope, &f.p("abs-in"), b"v2").await.unwrap();
-    assert!(
-        fs::symlink_metadata(f.root.join("abs-in"))
-            .unwrap()
-            .is_symlink()
-    );
+    assert!(fs::symlink_metadata(f.root.join("abs-in")).unwrap().is_symlink());
     assert_eq!(fs::read(f.root.join("real/file.txt")).unwrap(), b"v2");
-    b.write_file(&f.scope, &f.p("dir-in/file.txt"), b"v3")
-        .await
-        .unwrap();
+    b.write_file(&f.scope, &f.p("dir-in/file.txt"), b"v3").await.unwrap();
     assert_eq!(fs::read(f.root.join("real/file.txt")).unwrap(), b"v3");
 }
 
@@ -233,10 +161,7 @@ async fn hard_link_to_an_outside_file_cannot_be_written() {
     let b = &f.backend;
     fs::hard_link(f.outside.join("secret.txt"), f.root.join("alias.txt")).unwrap();
     let msg = denied(b.write_file(&f.scope, &f.p("alias.txt"), b"pwned").await);
-    assert!(
-        msg.contains("alias.txt") && msg.contains("hard link"),
-        "{msg}"
-    );
+    assert!(msg.contains("alias.txt") && msg.contains("hard link"), "{msg}");
     f.secret_unchanged();
     assert_eq!(fs::read(f.root.join("alias.txt")).unwrap(), SECRET);
 }
@@ -246,35 +171,19 @@ async fn atomic_write_replaces_and_leaves_no_temp_files() {
     let f = Fixture::new();
     let b = &f.backend;
     let target = f.root.join("d/file.sh");
-    b.write_file(&f.scope, &f.p("d/file.sh"), b"one")
-        .await
-        .unwrap();
+    b.write_file(&f.scope, &f.p("d/file.sh"), b"one").await.unwrap();
     fs::set_permissions(&target, fs::Permissions::from_mode(0o750)).unwrap();
     for i in 0..5 {
-        b.write_file(&f.scope, &f.p("d/file.sh"), format!("{i}").as_bytes())
-            .await
-            .unwrap();
+        b.write_file(&f.scope, &f.p("d/file.sh"), format!("{i}").as_bytes()).await.unwrap();
     }
     assert_eq!(fs::read(&target).unwrap(), b"4");
-    assert_eq!(
-        fs::metadata(&target).unwrap().permissions().mode() & 0o777,
-        0o750
-    );
-    let names: Vec<_> = fs::read_dir(f.root.join("d"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    assert_eq!(fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o750);
+    let names: Vec<_> = fs::read_dir(f.root.join("d")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names, vec![std::ffi::OsString::from("file.sh")]);
     // A failing write (a directory in the way) leaves nothing behind.
     fs::create_dir(f.root.join("d/sub")).unwrap();
-    let err = b
-        .write_file(&f.scope, &f.p("d/sub"), b"x")
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, BackendError::Invalid(m) if m.contains("directory")),
-        "{err:?}"
-    );
+    let err = b.write_file(&f.scope, &f.p("d/sub"), b"x").await.unwrap_err();
+    assert!(matches!(&err, BackendError::Invalid(m) if m.contains("directory")), "{err:?}");
     assert_eq!(fs::read_dir(f.root.join("d")).unwrap().count(), 2);
 }
 
@@ -298,21 +207,11 @@ async fn failed_write_leaves_the_target_untouched() {
 async fn read_only_root_refuses_writes() {
     let f = Fixture::new();
     fs::write(f.root.join("a.txt"), b"a").unwrap();
-    let ro = FsScope::new(
-        "T",
-        vec![Root {
-            path: f.root.clone(),
-            write: false,
-        }],
-        "grant write with --grant",
-    );
+    let ro = FsScope::new("T", vec![Root { path: f.root.clone(), write: false }], "grant write with --grant");
     let b = &f.backend;
     assert_eq!(b.read_file(&ro, &f.p("a.txt")).await.unwrap(), b"a");
     let msg = denied(b.write_file(&ro, &f.p("a.txt"), b"b").await);
-    assert!(
-        msg.contains("write access") && msg.contains("a.txt"),
-        "{msg}"
-    );
+    assert!(msg.contains("write access") && msg.contains("a.txt"), "{msg}");
     denied(b.create_dir(&ro, &f.p("d")).await);
     denied(b.remove(&ro, &f.p("a.txt")).await);
     assert_eq!(fs::read(f.root.join("a.txt")).unwrap(), b"a");
@@ -331,35 +230,18 @@ fn tree(f: &Fixture) {
     fs::create_dir_all(r.join("build")).unwrap();
     fs::write(r.join("build/out.rs"), "needle\n").unwrap();
     fs::create_dir_all(r.join("src/ünï")).unwrap();
-    fs::write(
-        r.join("src/main.rs"),
-        "fn main() {\n    let needle = 1;\n}\n",
-    )
-    .unwrap();
+    fs::write(r.join("src/main.rs"), "fn main() {\n    let needle = 1;\n}\n").unwrap();
     fs::write(r.join("src/ünï/日本.rs"), "// needle\n").unwrap();
     fs::write(r.join("notes.md"), "no match here\n").unwrap();
     fs::write(r.join(".hidden.rs"), "needle\n").unwrap();
 }
 
 fn rel_paths(f: &Fixture, entries: impl IntoIterator<Item = String>) -> Vec<String> {
-    entries
-        .into_iter()
-        .map(|p| {
-            Path::new(&p)
-                .strip_prefix(&f.root)
-                .unwrap()
-                .display()
-                .to_string()
-        })
-        .collect()
+    entries.into_iter().map(|p| Path::new(&p).strip_prefix(&f.root).unwrap().display().to_string()).collect()
 }
 
 fn walk_opts(f: &Fixture) -> WalkOptions {
-    WalkOptions {
-        root: f.root.display().to_string(),
-        respect_ignore_files: true,
-        ..Default::default()
-    }
+    WalkOptions { root: f.root.display().to_string(), respect_ignore_files: true, ..Default::default() }
 }
 
 #[tokio::test]
@@ -368,107 +250,35 @@ async fn walk_honours_gitignore_skips_vcs_and_handles_unicode() {
     tree(&f);
     let b = &f.backend;
     let got = b.walk(&f.scope, &walk_opts(&f)).await.unwrap();
-    assert!(
-        got.iter()
-            .all(|e| e.kind == EntryKind::File && e.mtime_ns > 0)
-    );
-    assert_eq!(
-        rel_paths(&f, got.into_iter().map(|e| e.path)),
-        vec!["notes.md", "src/main.rs", "src/ünï/日本.rs"]
-    );
+    assert!(got.iter().all(|e| e.kind == EntryKind::File && e.mtime_ns > 0));
+    assert_eq!(rel_paths(&f, got.into_iter().map(|e| e.path)), vec!["notes.md", "src/main.rs", "src/ünï/日本.rs"]);
 
-    let hidden = WalkOptions {
-        hidden: true,
-        ..walk_opts(&f)
-    };
-    let got = rel_paths(
-        &f,
-        b.walk(&f.scope, &hidden)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.path),
-    );
-    assert_eq!(
-        got,
-        vec![
-            ".gitignore",
-            ".hidden.rs",
-            "notes.md",
-            "src/main.rs",
-            "src/ünï/日本.rs"
-        ]
-    );
+    let hidden = WalkOptions { hidden: true, ..walk_opts(&f) };
+    let got = rel_paths(&f, b.walk(&f.scope, &hidden).await.unwrap().into_iter().map(|e| e.path));
+    assert_eq!(got, vec![".gitignore", ".hidden.rs", "notes.md", "src/main.rs", "src/ünï/日本.rs"]);
 
-    let all = WalkOptions {
-        hidden: true,
-        respect_ignore_files: false,
-        ..walk_opts(&f)
-    };
-    let got = rel_paths(
-        &f,
-        b.walk(&f.scope, &all)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.path),
-    );
+    let all = WalkOptions { hidden: true, respect_ignore_files: false, ..walk_opts(&f) };
+    let got = rel_paths(&f, b.walk(&f.scope, &all).await.unwrap().into_iter().map(|e| e.path));
     assert!(got.contains(&"ignored.txt".to_string()) && got.contains(&"build/out.rs".to_string()));
     assert!(!got.iter().any(|p| p.starts_with(".git/")), "{got:?}");
 
     // As rg's --glob, a matching glob overrides hidden/ignore rules for
     // files (not for the ignored build/ directory, which is never entered).
-    let globbed = WalkOptions {
-        globs: vec!["*.rs".into()],
-        ..walk_opts(&f)
-    };
-    let got = rel_paths(
-        &f,
-        b.walk(&f.scope, &globbed)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.path),
-    );
+    let globbed = WalkOptions { globs: vec!["*.rs".into()], ..walk_opts(&f) };
+    let got = rel_paths(&f, b.walk(&f.scope, &globbed).await.unwrap().into_iter().map(|e| e.path));
     assert_eq!(got, vec![".hidden.rs", "src/main.rs", "src/ünï/日本.rs"]);
-    let negated = WalkOptions {
-        globs: vec!["!src/**".into()],
-        ..walk_opts(&f)
-    };
-    let got = rel_paths(
-        &f,
-        b.walk(&f.scope, &negated)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.path),
-    );
+    let negated = WalkOptions { globs: vec!["!src/**".into()], ..walk_opts(&f) };
+    let got = rel_paths(&f, b.walk(&f.scope, &negated).await.unwrap().into_iter().map(|e| e.path));
     assert_eq!(got, vec!["notes.md"]);
 
-    let typed = WalkOptions {
-        file_type: Some("markdown".into()),
-        ..walk_opts(&f)
-    };
-    let got = rel_paths(
-        &f,
-        b.walk(&f.scope, &typed)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.path),
-    );
+    let typed = WalkOptions { file_type: Some("markdown".into()), ..walk_opts(&f) };
+    let got = rel_paths(&f, b.walk(&f.scope, &typed).await.unwrap().into_iter().map(|e| e.path));
     assert_eq!(got, vec!["notes.md"]);
 
-    let capped = WalkOptions {
-        max_entries: 2,
-        ..walk_opts(&f)
-    };
+    let capped = WalkOptions { max_entries: 2, ..walk_opts(&f) };
     assert_eq!(b.walk(&f.scope, &capped).await.unwrap().len(), 2);
 
-    let sub = WalkOptions {
-        root: "src".into(),
-        ..walk_opts(&f)
-    };
+    let sub = WalkOptions { root: "src".into(), ..walk_opts(&f) };
     assert_eq!(b.walk(&f.scope, &sub).await.unwrap().len(), 2);
 }
 
@@ -477,34 +287,16 @@ async fn walk_rejects_bad_globs_types_and_outside_roots() {
     let f = Fixture::new();
     tree(&f);
     let b = &f.backend;
-    let bad_glob = WalkOptions {
-        globs: vec!["src/{a,b".into()],
-        ..walk_opts(&f)
-    };
+    let bad_glob = WalkOptions { globs: vec!["src/{a,b".into()], ..walk_opts(&f) };
     let err = b.walk(&f.scope, &bad_glob).await.unwrap_err();
-    assert!(
-        matches!(&err, BackendError::Invalid(m) if m.contains("src/{a,b")),
-        "{err:?}"
-    );
-    let bad_type = WalkOptions {
-        file_type: Some("rustt".into()),
-        ..walk_opts(&f)
-    };
+    assert!(matches!(&err, BackendError::Invalid(m) if m.contains("src/{a,b")), "{err:?}");
+    let bad_type = WalkOptions { file_type: Some("rustt".into()), ..walk_opts(&f) };
     let err = b.walk(&f.scope, &bad_type).await.unwrap_err();
-    assert!(
-        matches!(&err, BackendError::Invalid(m) if m.contains("rustt") && m.contains("rust,")),
-        "{err:?}"
-    );
-    let outside = WalkOptions {
-        root: f.outside.display().to_string(),
-        ..walk_opts(&f)
-    };
+    assert!(matches!(&err, BackendError::Invalid(m) if m.contains("rustt") && m.contains("rust,")), "{err:?}");
+    let outside = WalkOptions { root: f.outside.display().to_string(), ..walk_opts(&f) };
     denied(b.walk(&f.scope, &outside).await);
     symlink(&f.outside, f.root.join("out")).unwrap();
-    let via_link = WalkOptions {
-        root: f.p("out"),
-        ..walk_opts(&f)
-    };
+    let via_link = WalkOptions { root: f.p("out"), ..walk_opts(&f) };
     denied(b.walk(&f.scope, &via_link).await);
 }
 
@@ -520,68 +312,27 @@ async fn walk_never_follows_symlinks_out_of_the_scope() {
     symlink(f.root.join("real/in.txt"), f.root.join("in-file")).unwrap();
     let plain = b.walk(&f.scope, &walk_opts(&f)).await.unwrap();
     let got: Vec<_> = plain.iter().map(|e| (e.path.clone(), e.kind)).collect();
-    assert_eq!(
-        got,
-        vec![
-            (f.p("in-file"), EntryKind::Symlink),
-            (f.p("real/in.txt"), EntryKind::File)
-        ]
-    );
-    let follow = WalkOptions {
-        follow_symlinks: true,
-        ..walk_opts(&f)
-    };
-    let got = rel_paths(
-        &f,
-        b.walk(&f.scope, &follow)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.path),
-    );
+    assert_eq!(got, vec![(f.p("in-file"), EntryKind::Symlink), (f.p("real/in.txt"), EntryKind::File)]);
+    let follow = WalkOptions { follow_symlinks: true, ..walk_opts(&f) };
+    let got = rel_paths(&f, b.walk(&f.scope, &follow).await.unwrap().into_iter().map(|e| e.path));
     assert_eq!(got, vec!["in-dir/in.txt", "in-file", "real/in.txt"]);
     let req = SearchRequest {
-        files: WalkOptions {
-            follow_symlinks: true,
-            ..walk_opts(&f)
-        },
+        files: WalkOptions { follow_symlinks: true, ..walk_opts(&f) },
         pattern: "secret|needle".into(),
         mode: SearchMode::FilesWithMatches,
         ..Default::default()
     };
-    let got = rel_paths(
-        &f,
-        b.search(&f.scope, &req)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|m| m.path),
-    );
+    let got = rel_paths(&f, b.search(&f.scope, &req).await.unwrap().into_iter().map(|m| m.path));
     assert_eq!(got, vec!["in-dir/in.txt", "in-file", "real/in.txt"]);
-    let req = SearchRequest {
-        files: walk_opts(&f),
-        ..req
-    };
-    let got = rel_paths(
-        &f,
-        b.search(&f.scope, &req)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|m| m.path),
-    );
+    let req = SearchRequest { files: walk_opts(&f), ..req };
+    let got = rel_paths(&f, b.search(&f.scope, &req).await.unwrap().into_iter().map(|m| m.path));
     assert_eq!(got, vec!["real/in.txt"]);
 }
 
 // ---------------------------------------------------------------- search
 
 fn search_req(f: &Fixture, pattern: &str, mode: SearchMode) -> SearchRequest {
-    SearchRequest {
-        files: walk_opts(f),
-        pattern: pattern.into(),
-        mode,
-        ..Default::default()
-    }
+    SearchRequest { files: walk_opts(f), pattern: pattern.into(), mode, ..Default::default() }
 }
 
 #[tokio::test]
@@ -589,42 +340,17 @@ async fn search_modes_context_and_gaps() {
     let f = Fixture::new();
     tree(&f);
     let text: String = (1..=12)
-        .map(|i| {
-            if i == 3 || i == 9 || i == 10 {
-                format!("hit {i}\n")
-            } else {
-                format!("line {i}\n")
-            }
-        })
+        .map(|i| if i == 3 || i == 9 || i == 10 { format!("hit {i}\n") } else { format!("line {i}\n") })
         .collect();
     fs::write(f.root.join("ctx.txt"), text).unwrap();
     let b = &f.backend;
 
-    let got = b
-        .search(
-            &f.scope,
-            &search_req(&f, "needle", SearchMode::FilesWithMatches),
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        rel_paths(&f, got.into_iter().map(|m| m.path)),
-        vec!["src/main.rs", "src/ünï/日本.rs"]
-    );
+    let got = b.search(&f.scope, &search_req(&f, "needle", SearchMode::FilesWithMatches)).await.unwrap();
+    assert_eq!(rel_paths(&f, got.into_iter().map(|m| m.path)), vec!["src/main.rs", "src/ünï/日本.rs"]);
 
-    let got = b
-        .search(&f.scope, &search_req(&f, "hit|needle", SearchMode::Count))
-        .await
-        .unwrap();
+    let got = b.search(&f.scope, &search_req(&f, "hit|needle", SearchMode::Count)).await.unwrap();
     let counts: Vec<_> = got.iter().map(|m| (m.path.clone(), m.count)).collect();
-    assert_eq!(
-        counts,
-        vec![
-            (f.p("ctx.txt"), 3),
-            (f.p("src/main.rs"), 1),
-            (f.p("src/ünï/日本.rs"), 1)
-        ]
-    );
+    assert_eq!(counts, vec![(f.p("ctx.txt"), 3), (f.p("src/main.rs"), 1), (f.p("src/ünï/日本.rs"), 1)]);
     assert!(got.iter().all(|m| m.lines.is_empty()));
 
     let mut req = search_req(&f, "hit", SearchMode::Content);
@@ -632,11 +358,8 @@ async fn search_modes_context_and_gaps() {
     req.after_context = 1;
     let got = b.search(&f.scope, &req).await.unwrap();
     assert_eq!(got.len(), 1);
-    let lines: Vec<_> = got[0]
-        .lines
-        .iter()
-        .map(|l| (l.line_number, l.text.as_str(), l.is_context, l.gap_before))
-        .collect();
+    let lines: Vec<_> =
+        got[0].lines.iter().map(|l| (l.line_number, l.text.as_str(), l.is_context, l.gap_before)).collect();
     assert_eq!(
         lines,
         vec![
@@ -657,60 +380,31 @@ async fn search_modes_context_and_gaps() {
     req.files.root = f.p("ctx.txt");
     let got = b.search(&f.scope, &req).await.unwrap();
     assert_eq!(got.len(), 1);
-    assert_eq!(
-        got[0]
-            .lines
-            .iter()
-            .map(|l| l.line_number)
-            .collect::<Vec<_>>(),
-        vec![10]
-    );
+    assert_eq!(got[0].lines.iter().map(|l| l.line_number).collect::<Vec<_>>(), vec![10]);
     assert!(!got[0].lines[0].gap_before);
 
     // Globs and types narrow the files; as rg's --glob, a glob overrides
     // ignore files (ignored.txt is back).
     let mut req = search_req(&f, "needle|hit", SearchMode::FilesWithMatches);
     req.files.globs = vec!["*.txt".into()];
-    let got = rel_paths(
-        &f,
-        b.search(&f.scope, &req)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|m| m.path),
-    );
+    let got = rel_paths(&f, b.search(&f.scope, &req).await.unwrap().into_iter().map(|m| m.path));
     assert_eq!(got, vec!["ctx.txt", "ignored.txt"]);
     req.files.globs.clear();
     req.files.file_type = Some("rust".into());
     // As rg -t, a type match also overrides the hidden rule.
-    let got = rel_paths(
-        &f,
-        b.search(&f.scope, &req)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|m| m.path),
-    );
+    let got = rel_paths(&f, b.search(&f.scope, &req).await.unwrap().into_iter().map(|m| m.path));
     assert_eq!(got, vec![".hidden.rs", "src/main.rs", "src/ünï/日本.rs"]);
 }
 
 #[tokio::test]
 async fn search_multiline_max_columns_and_crlf() {
     let f = Fixture::new();
-    fs::write(
-        f.root.join("m.txt"),
-        "start\nfoo foo\nbar\nend\r\nshort\n12345\n",
-    )
-    .unwrap();
+    fs::write(f.root.join("m.txt"), "start\nfoo foo\nbar\nend\r\nshort\n12345\n").unwrap();
     let b = &f.backend;
     let mut req = search_req(&f, "foo.*\\nbar", SearchMode::Content);
     req.multiline = true;
     let got = b.search(&f.scope, &req).await.unwrap();
-    let lines: Vec<_> = got[0]
-        .lines
-        .iter()
-        .map(|l| (l.line_number, l.text.as_str()))
-        .collect();
+    let lines: Vec<_> = got[0].lines.iter().map(|l| (l.line_number, l.text.as_str())).collect();
     assert_eq!(lines, vec![(2, "foo foo"), (3, "bar")]);
     req.mode = SearchMode::Count;
     assert_eq!(b.search(&f.scope, &req).await.unwrap()[0].count, 1);
@@ -726,33 +420,17 @@ async fn search_multiline_max_columns_and_crlf() {
     req.max_columns = 5;
     req.before_context = 1;
     let got = b.search(&f.scope, &req).await.unwrap();
-    let lines: Vec<_> = got[0]
-        .lines
-        .iter()
-        .map(|l| (l.line_number, l.text.as_str()))
-        .collect();
+    let lines: Vec<_> = got[0].lines.iter().map(|l| (l.line_number, l.text.as_str())).collect();
     // rg counts the line terminator: "end\r\n" is 5 bytes, "12345\n" is 6.
     assert_eq!(
         lines,
-        vec![
-            (3, "bar"),
-            (4, "end"),
-            (5, "[Omitted long matching line]"),
-            (6, "[Omitted long matching line]")
-        ]
+        vec![(3, "bar"), (4, "end"), (5, "[Omitted long matching line]"), (6, "[Omitted long matching line]")]
     );
     req.pattern = "short".into();
     req.after_context = 1;
     let got = b.search(&f.scope, &req).await.unwrap();
     let texts: Vec<_> = got[0].lines.iter().map(|l| l.text.as_str()).collect();
-    assert_eq!(
-        texts,
-        vec![
-            "end",
-            "[Omitted long matching line]",
-            "[Omitted long context line]"
-        ]
-    );
+    assert_eq!(texts, vec!["end", "[Omitted long matching line]", "[Omitted long context line]"]);
 }
 
 #[tokio::test]
@@ -763,33 +441,17 @@ async fn search_skips_binary_files_and_rejects_bad_input() {
     bin.extend_from_slice(b"needle\n");
     fs::write(f.root.join("blob.bin"), bin).unwrap();
     let b = &f.backend;
-    let got = b
-        .search(&f.scope, &search_req(&f, "needle", SearchMode::Count))
-        .await
-        .unwrap();
-    assert_eq!(
-        rel_paths(&f, got.into_iter().map(|m| m.path)),
-        vec!["text.txt"]
-    );
+    let got = b.search(&f.scope, &search_req(&f, "needle", SearchMode::Count)).await.unwrap();
+    assert_eq!(rel_paths(&f, got.into_iter().map(|m| m.path)), vec!["text.txt"]);
 
-    let err = b
-        .search(&f.scope, &search_req(&f, "needle(", SearchMode::Content))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, BackendError::Invalid(m) if m.contains("needle(") && m.contains("unclosed")),
-        "{err:?}"
-    );
+    let err = b.search(&f.scope, &search_req(&f, "needle(", SearchMode::Content)).await.unwrap_err();
+    assert!(matches!(&err, BackendError::Invalid(m) if m.contains("needle(") && m.contains("unclosed")), "{err:?}");
     let mut req = search_req(&f, "needle", SearchMode::Content);
     req.files.globs = vec!["[z-a]".into()];
-    assert!(
-        matches!(b.search(&f.scope, &req).await, Err(BackendError::Invalid(m)) if m.contains("[z-a]"))
-    );
+    assert!(matches!(b.search(&f.scope, &req).await, Err(BackendError::Invalid(m)) if m.contains("[z-a]")));
     let mut req = search_req(&f, "needle", SearchMode::Content);
     req.files.file_type = Some("nope".into());
-    assert!(
-        matches!(b.search(&f.scope, &req).await, Err(BackendError::Invalid(m)) if m.contains("nope"))
-    );
+    assert!(matches!(b.search(&f.scope, &req).await, Err(BackendError::Invalid(m)) if m.contains("nope")));
     let mut req = search_req(&f, "needle", SearchMode::Content);
     req.files.root = f.outside.display().to_string();
     denied(b.search(&f.scope, &req).await);
@@ -819,9 +481,7 @@ fn joined(pieces: &[OutputPiece], want_stdout: bool) -> String {
     let mut s = Vec::new();
     for p in pieces {
         match (p, want_stdout) {
-            (OutputPiece::Stdout(b), true) | (OutputPiece::Stderr(b), false) => {
-                s.extend_from_slice(b)
-            }
+            (OutputPiece::Stdout(b), true) | (OutputPiece::Stderr(b), false) => s.extend_from_slice(b),
             _ => {}
         }
     }
@@ -840,10 +500,7 @@ fn live_processes_with(marker: &str) -> usize {
             continue;
         }
         let state = fs::read_to_string(dir.join("stat")).unwrap_or_default();
-        let zombie = state
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        let zombie = state.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'));
         if !zombie {
             n += 1;
         }
@@ -856,11 +513,7 @@ async fn spawn_streams_output_in_order_with_exit_codes_and_env() {
     let f = Fixture::new();
     let b = &f.backend;
     let mut req = exec(
-        &[
-            "/bin/sh",
-            "-c",
-            "echo one; sleep 0.2; echo two >&2; sleep 0.2; echo three; pwd; echo $XV; exit 3",
-        ],
+        &["/bin/sh", "-c", "echo one; sleep 0.2; echo two >&2; sleep 0.2; echo three; pwd; echo $XV; exit 3"],
         10_000,
     );
     req.env = vec![("XV".into(), "extra".into())];
@@ -870,18 +523,8 @@ async fn spawn_streams_output_in_order_with_exit_codes_and_env() {
     let second = p.next_output().await.unwrap();
     assert_eq!(second, OutputPiece::Stderr(b"two\n".to_vec()));
     let (rest, status) = run_all(&mut p).await;
-    assert_eq!(
-        joined(&rest, true),
-        format!("three\n{}\nextra\n", f.root.display())
-    );
-    assert_eq!(
-        status,
-        ExitStatus {
-            code: 3,
-            timed_out: false,
-            truncated: false
-        }
-    );
+    assert_eq!(joined(&rest, true), format!("three\n{}\nextra\n", f.root.display()));
+    assert_eq!(status, ExitStatus { code: 3, timed_out: false, truncated: false });
 
     let mut p = b.spawn(&exec(&["true"], 10_000)).await.unwrap();
     assert_eq!(run_all(&mut p).await.1.code, 0);
@@ -892,15 +535,8 @@ async fn spawn_streams_output_in_order_with_exit_codes_and_env() {
     let (out, _) = run_all(&mut p).await;
     assert_eq!(joined(&out, true).trim(), f.outside.display().to_string());
 
-    let err = b
-        .spawn(&exec(&["definitely-not-a-program-xyz"], 1000))
-        .await
-        .err()
-        .unwrap();
-    assert!(
-        matches!(&err, BackendError::NotFound(m) if m.contains("definitely-not-a-program-xyz")),
-        "{err:?}"
-    );
+    let err = b.spawn(&exec(&["definitely-not-a-program-xyz"], 1000)).await.err().unwrap();
+    assert!(matches!(&err, BackendError::NotFound(m) if m.contains("definitely-not-a-program-xyz")), "{err:?}");
 }
 
 #[tokio::test]
@@ -910,39 +546,17 @@ async fn timeout_kills_the_whole_process_tree() {
     let started = Instant::now();
     let mut p = f
         .backend
-        .spawn(&exec(
-            &[
-                "/bin/sh",
-                "-c",
-                &format!("sleep {marker} & sleep {marker}; echo never"),
-            ],
-            300,
-        ))
+        .spawn(&exec(&["/bin/sh", "-c", &format!("sleep {marker} & sleep {marker}; echo never")], 300))
         .await
         .unwrap();
     let (out, status) = run_all(&mut p).await;
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(
-        status,
-        ExitStatus {
-            code: -1,
-            timed_out: true,
-            truncated: false
-        }
-    );
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert_eq!(status, ExitStatus { code: -1, timed_out: true, truncated: false });
     assert!(out.is_empty());
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(live_processes_with(marker), 0);
 
-    let mut p = f
-        .backend
-        .spawn(&exec(&["/bin/sh", "-c", "echo hi"], 0))
-        .await
-        .unwrap();
+    let mut p = f.backend.spawn(&exec(&["/bin/sh", "-c", "echo hi"], 0)).await.unwrap();
     assert!(p.wait().await.timed_out);
 }
 
@@ -951,77 +565,33 @@ async fn a_background_child_holding_the_pipes_does_not_hang() {
     let f = Fixture::new();
     // Same group: killed when the shell exits.
     let started = Instant::now();
-    let mut p = f
-        .backend
-        .spawn(&exec(
-            &["/bin/sh", "-c", "sleep 27.1828 & echo done"],
-            20_000,
-        ))
-        .await
-        .unwrap();
+    let mut p = f.backend.spawn(&exec(&["/bin/sh", "-c", "sleep 27.1828 & echo done"], 20_000)).await.unwrap();
     let (out, status) = run_all(&mut p).await;
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(
-        (joined(&out, true).as_str(), status.code, status.timed_out),
-        ("done\n", 0, false)
-    );
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert_eq!((joined(&out, true).as_str(), status.code, status.timed_out), ("done\n", 0, false));
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(live_processes_with("27.1828"), 0);
     // A new session escapes the group: reading stops after a short grace.
     let started = Instant::now();
-    let mut p = f
-        .backend
-        .spawn(&exec(
-            &["/bin/sh", "-c", "setsid sleep 4.669 & echo done"],
-            20_000,
-        ))
-        .await
-        .unwrap();
+    let mut p = f.backend.spawn(&exec(&["/bin/sh", "-c", "setsid sleep 4.669 & echo done"], 20_000)).await.unwrap();
     let (out, status) = run_all(&mut p).await;
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
     assert_eq!((joined(&out, true).as_str(), status.code), ("done\n", 0));
 }
 
 #[tokio::test]
 async fn output_cap_truncates_and_drop_kills_the_group() {
     let f = Fixture::new();
-    let mut req = exec(
-        &["/bin/sh", "-c", "head -c 100000 /dev/zero; echo err >&2"],
-        10_000,
-    );
+    let mut req = exec(&["/bin/sh", "-c", "head -c 100000 /dev/zero; echo err >&2"], 10_000);
     req.max_output_bytes = 1000;
     let mut p = f.backend.spawn(&req).await.unwrap();
     let (out, status) = run_all(&mut p).await;
-    let stdout: usize = out
-        .iter()
-        .map(|p| {
-            if let OutputPiece::Stdout(b) = p {
-                b.len()
-            } else {
-                0
-            }
-        })
-        .sum();
+    let stdout: usize = out.iter().map(|p| if let OutputPiece::Stdout(b) = p { b.len() } else { 0 }).sum();
     assert_eq!(stdout, 1000);
     assert_eq!(joined(&out, false), "err\n");
     assert!(status.truncated && status.code == 0, "{status:?}");
 
-    let p = f
-        .backend
-        .spawn(&exec(
-            &["/bin/sh", "-c", "sleep 16.180 & sleep 16.180"],
-            60_000,
-        ))
-        .await
-        .unwrap();
+    let p = f.backend.spawn(&exec(&["/bin/sh", "-c", "sleep 16.180 & sleep 16.180"], 60_000)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(live_processes_with("16.180") >= 2);
     drop(p);
@@ -1045,7 +615,12 @@ async fn a_symlinked_start_reports_paths_under_the_given_path() {
     let got: Vec<String> = f.backend.walk(&f.scope, &named).await.unwrap().into_iter().map(|e| e.path).collect();
     assert_eq!(got, vec![format!("{link}/sub/a.rs")], "the name filter keeps only matching names");
 
-    let req = SearchRequest { files: opts, pattern: "needle".into(), mode: SearchMode::FilesWithMatches, ..Default::default() };
+    let req = SearchRequest {
+        files: opts,
+        pattern: "needle".into(),
+        mode: SearchMode::FilesWithMatches,
+        ..Default::default()
+    };
     let files: Vec<String> = f.backend.search(&f.scope, &req).await.unwrap().into_iter().map(|f| f.path).collect();
     assert!(files.iter().all(|p| p.starts_with(&link)), "{files:?}");
 }

@@ -58,7 +58,11 @@ impl CallState {
     /// checks always see absolute paths.
     fn absolute(&self, path: &str) -> String {
         let expanded = self.backend.expand_user(path);
-        if expanded.starts_with('/') { expanded } else { format!("{}/{}", self.backend.cwd().trim_end_matches('/'), expanded) }
+        if expanded.starts_with('/') {
+            expanded
+        } else {
+            format!("{}/{}", self.backend.cwd().trim_end_matches('/'), expanded)
+        }
     }
 }
 
@@ -100,7 +104,12 @@ impl wit::Host for CallState {
 
     async fn list_dir(&mut self, path: String) -> wasmtime::Result<Result<Vec<wit::DirEntry>, ToolError>> {
         let path = self.absolute(&path);
-        Ok(self.backend.list_dir(&self.grants.fs, &path).await.map(|v| v.into_iter().map(entry).collect()).map_err(Into::into))
+        Ok(self
+            .backend
+            .list_dir(&self.grants.fs, &path)
+            .await
+            .map(|v| v.into_iter().map(entry).collect())
+            .map_err(Into::into))
     }
 
     async fn create_dir(&mut self, path: String) -> wasmtime::Result<Result<(), ToolError>> {
@@ -121,10 +130,18 @@ impl wit::Host for CallState {
     async fn walk(&mut self, options: wit::WalkOptions) -> wasmtime::Result<Result<Vec<wit::DirEntry>, ToolError>> {
         let mut options = walk_options(options);
         options.root = self.absolute(&options.root);
-        Ok(self.backend.walk(&self.grants.fs, &options).await.map(|v| v.into_iter().map(entry).collect()).map_err(Into::into))
+        Ok(self
+            .backend
+            .walk(&self.grants.fs, &options)
+            .await
+            .map(|v| v.into_iter().map(entry).collect())
+            .map_err(Into::into))
     }
 
-    async fn search(&mut self, request: wit::SearchRequest) -> wasmtime::Result<Result<Vec<wit::SearchFile>, ToolError>> {
+    async fn search(
+        &mut self,
+        request: wit::SearchRequest,
+    ) -> wasmtime::Result<Result<Vec<wit::SearchFile>, ToolError>> {
         let mut files = walk_options(request.files);
         files.root = self.absolute(&files.root);
         let request = be::SearchRequest {
@@ -167,7 +184,10 @@ impl wit::Host for CallState {
             .map_err(Into::into))
     }
 
-    async fn spawn(&mut self, request: wit::ExecRequest) -> wasmtime::Result<Result<Resource<ProcessHandle>, ToolError>> {
+    async fn spawn(
+        &mut self,
+        request: wit::ExecRequest,
+    ) -> wasmtime::Result<Result<Resource<ProcessHandle>, ToolError>> {
         if !self.grants.process_exec {
             return Ok(Err(ToolError::Denied(self.grants.denied("exec"))));
         }

@@ -71,7 +71,11 @@ impl InnerCall {
                 self.waiting.store(true, Ordering::Relaxed);
                 let got = rx.await;
                 self.waiting.store(false, Ordering::Relaxed);
-                got.unwrap_or_else(|_| Err(ToolError::Internal("the inner layers of the call ended without an outcome (they were stopped)".into())))
+                got.unwrap_or_else(|_| {
+                    Err(ToolError::Internal(
+                        "the inner layers of the call ended without an outcome (they were stopped)".into(),
+                    ))
+                })
             }
             None => Err(ToolError::Internal("the inner layers of the call ended without an outcome".into())),
         };
@@ -92,7 +96,11 @@ impl NextHandler {
 impl wit::Host for CallState {}
 
 impl wit::HostNextHandler for CallState {
-    async fn run(&mut self, handler: Resource<NextHandler>, input: String) -> wasmtime::Result<Result<Resource<InnerCall>, ToolError>> {
+    async fn run(
+        &mut self,
+        handler: Resource<NextHandler>,
+        input: String,
+    ) -> wasmtime::Result<Result<Resource<InnerCall>, ToolError>> {
         let started = self.table.get(&handler)?.start(input);
         match started {
             Ok(call) => Ok(Ok(self.table.push(call)?)),

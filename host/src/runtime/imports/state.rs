@@ -57,7 +57,12 @@ impl Host for CallState {
         }
     }
 
-    async fn compare_and_set(&mut self, key: String, expected: Option<String>, value: String) -> wasmtime::Result<Result<bool, String>> {
+    async fn compare_and_set(
+        &mut self,
+        key: String,
+        expected: Option<String>,
+        value: String,
+    ) -> wasmtime::Result<Result<bool, String>> {
         let Some(state) = self.granted_state() else {
             return Ok(Err(self.grants.denied("state")));
         };

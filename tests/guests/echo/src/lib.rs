@@ -14,7 +14,9 @@ impl Tool for Echo {
     type Input = Input;
     fn spec() -> ToolSpec {
         ToolSpec::new("Echo", "Returns its text.")
-            .schema(serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}))
+            .schema(
+                serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+            )
             .read_only(true)
             .concurrency_safe(true)
     }
