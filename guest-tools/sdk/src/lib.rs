@@ -189,6 +189,19 @@ pub struct Context {
     pub tool_config: serde_json::Value,
 }
 
+impl Default for Context {
+    /// Default mode, no working directories, `/` as cwd and home, no settings.
+    fn default() -> Self {
+        Self {
+            mode: PermissionMode::Default,
+            working_dirs: Vec::new(),
+            cwd: "/".into(),
+            home: "/".into(),
+            tool_config: serde_json::Value::Object(Default::default()),
+        }
+    }
+}
+
 impl Context {
     /// Whether the mode lets tools allow edits inside the working
     /// directories by themselves (accept-edits and dont-ask, as AgentScope).

@@ -2,7 +2,7 @@
 
 /// One element of a compiled pattern; every element but `Star` consumes
 /// exactly one character.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Tok {
     Star,
     Any,
@@ -10,7 +10,30 @@ enum Tok {
     Class { negate: bool, items: Vec<(char, char)> },
 }
 
-fn compile(pattern: &str) -> Vec<Tok> {
+/// A compiled wildcard pattern (`*`, `?`, `[seq]`, `[!seq]`), matched
+/// against a whole string. `*` crosses `/`: to match one path segment, give
+/// it one segment.
+#[derive(Debug, Clone)]
+pub struct Wildcard(Vec<Tok>);
+
+impl Wildcard {
+    /// Python `fnmatch` syntax: only `!` negates a class.
+    pub fn new(pattern: &str) -> Self {
+        Self(compile(pattern, false))
+    }
+
+    /// Glob syntax: `[^seq]` negates a class too.
+    pub fn with_caret_negation(pattern: &str) -> Self {
+        Self(compile(pattern, true))
+    }
+
+    /// Whether the whole of `text` matches.
+    pub fn matches(&self, text: &str) -> bool {
+        matches_tokens(&self.0, text)
+    }
+}
+
+fn compile(pattern: &str, caret_negates: bool) -> Vec<Tok> {
     let p: Vec<char> = pattern.chars().collect();
     let n = p.len();
     let mut out = Vec::new();
@@ -29,7 +52,8 @@ fn compile(pattern: &str) -> Vec<Tok> {
                 // Find the closing bracket like fnmatch.translate: a `!`
                 // then a `]` right after the opening are part of the set.
                 let mut j = i;
-                if j < n && p[j] == '!' {
+                let negates = |c: char| c == '!' || (caret_negates && c == '^');
+                if j < n && negates(p[j]) {
                     j += 1;
                 }
                 if j < n && p[j] == ']' {
@@ -43,7 +67,7 @@ fn compile(pattern: &str) -> Vec<Tok> {
                     continue;
                 }
                 let mut k = i;
-                let negate = p[k] == '!';
+                let negate = negates(p[k]);
                 if negate {
                     k += 1;
                 }
@@ -92,7 +116,10 @@ fn one(tok: &Tok, c: char) -> bool {
 ///
 /// Runs in O(pattern × text) worst case (no exponential backtracking).
 pub fn fnmatch(pattern: &str, text: &str) -> bool {
-    let toks = compile(pattern);
+    Wildcard::new(pattern).matches(text)
+}
+
+fn matches_tokens(toks: &[Tok], text: &str) -> bool {
     let t: Vec<char> = text.chars().collect();
     // Classic greedy matcher with a single backtrack point: valid because
     // every token other than `Star` consumes exactly one character.

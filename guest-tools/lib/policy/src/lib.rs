@@ -17,7 +17,7 @@
 use serde_json::Value;
 
 mod fnmatch;
-pub use fnmatch::fnmatch;
+pub use fnmatch::{Wildcard, fnmatch};
 
 /// Files that are dangerous to modify (AgentScope `DEFAULT_DANGEROUS_FILES`,
 /// spec §2.1, 22 entries in the reference order). Matched case-insensitively

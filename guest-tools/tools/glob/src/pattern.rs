@@ -9,24 +9,18 @@
 //! reference matches nothing for `./x`). Matching is case-sensitive, and `*`
 //! matches names starting with a dot.
 
+use toolhost_policy::Wildcard;
+
 /// Brace expansion stops after this many alternatives (the rest of the
 /// braces are taken literally).
 pub const MAX_ALTERNATIVES: usize = 256;
-
-#[derive(Debug, Clone)]
-enum Tok {
-    Star,
-    Any,
-    Lit(char),
-    Class { negate: bool, items: Vec<(char, char)> },
-}
 
 #[derive(Debug, Clone)]
 enum Seg {
     /// `**`: zero or more segments.
     Deep,
     /// One segment.
-    Name(Vec<Tok>),
+    Name(Wildcard),
 }
 
 /// A compiled pattern: one or more alternatives (from `{a,b}`), each a list
@@ -98,95 +92,6 @@ fn expand_into(p: &str, out: &mut Vec<String>) {
     out.push(p.to_string());
 }
 
-fn compile_segment(part: &str) -> Vec<Tok> {
-    let p: Vec<char> = part.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < p.len() {
-        let c = p[i];
-        i += 1;
-        match c {
-            '*' => {
-                if !matches!(out.last(), Some(Tok::Star)) {
-                    out.push(Tok::Star);
-                }
-            }
-            '?' => out.push(Tok::Any),
-            '[' => {
-                let mut j = i;
-                let negate = j < p.len() && (p[j] == '!' || p[j] == '^');
-                if negate {
-                    j += 1;
-                }
-                let body_start = j;
-                if j < p.len() && p[j] == ']' {
-                    j += 1;
-                }
-                while j < p.len() && p[j] != ']' {
-                    j += 1;
-                }
-                if j >= p.len() {
-                    out.push(Tok::Lit('['));
-                    continue;
-                }
-                let mut items = Vec::new();
-                let mut k = body_start;
-                while k < j {
-                    if k + 2 < j && p[k + 1] == '-' {
-                        if p[k] <= p[k + 2] {
-                            items.push((p[k], p[k + 2]));
-                        }
-                        k += 3;
-                    } else {
-                        items.push((p[k], p[k]));
-                        k += 1;
-                    }
-                }
-                out.push(Tok::Class { negate, items });
-                i = j + 1;
-            }
-            other => out.push(Tok::Lit(other)),
-        }
-    }
-    out
-}
-
-fn tok_matches(tok: &Tok, c: char) -> bool {
-    match tok {
-        Tok::Star | Tok::Any => true,
-        Tok::Lit(l) => *l == c,
-        Tok::Class { negate, items } => items.iter().any(|(lo, hi)| *lo <= c && c <= *hi) != *negate,
-    }
-}
-
-/// Matches one segment (greedy with one backtrack point; linear-ish).
-fn segment_matches(toks: &[Tok], name: &str) -> bool {
-    let t: Vec<char> = name.chars().collect();
-    let (mut ti, mut pi) = (0usize, 0usize);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        match toks.get(pi) {
-            Some(Tok::Star) => {
-                star = Some((pi, ti));
-                pi += 1;
-            }
-            Some(tok) if tok_matches(tok, t[ti]) => {
-                pi += 1;
-                ti += 1;
-            }
-            _ => match star {
-                Some((sp, st)) => {
-                    pi = sp + 1;
-                    ti = st + 1;
-                    star = Some((sp, st + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    toks[pi..].iter().all(|t| matches!(t, Tok::Star))
-}
-
 /// Matches segments against path parts (`**` = zero or more parts).
 fn segs_match(segs: &[Seg], parts: &[&str]) -> bool {
     // reach[j]: the first i segments can consume exactly j parts.
@@ -204,7 +109,7 @@ fn segs_match(segs: &[Seg], parts: &[&str]) -> bool {
             }
             Seg::Name(toks) => {
                 for j in 0..parts.len() {
-                    if reach[j] && segment_matches(toks, parts[j]) {
+                    if reach[j] && toks.matches(parts[j]) {
                         next[j + 1] = true;
                     }
                 }
@@ -233,7 +138,10 @@ impl GlobPattern {
                 .collect();
             prefixes.push(lit);
             alts.push(
-                parts.iter().map(|p| if *p == "**" { Seg::Deep } else { Seg::Name(compile_segment(p)) }).collect(),
+                parts
+                    .iter()
+                    .map(|p| if *p == "**" { Seg::Deep } else { Seg::Name(Wildcard::with_caret_negation(p)) })
+                    .collect(),
             );
         }
         // The directory parts every alternative starts with.

@@ -50,7 +50,7 @@ export_tool!(TaskGet);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_sdk::{PermissionBehavior, PermissionMode};
+    use toolhost_sdk::PermissionBehavior;
 
     #[test]
     fn spec_flags_and_permission() {
@@ -58,13 +58,7 @@ mod tests {
         assert_eq!(spec.name, "TaskGet");
         assert!(spec.concurrency_safe && !spec.read_only && spec.state_injected && !spec.external);
         assert_eq!(spec.input_schema["type"], "object");
-        let ctx = Context {
-            mode: PermissionMode::Default,
-            working_dirs: vec![],
-            cwd: "/".into(),
-            home: "/".into(),
-            tool_config: json!({}),
-        };
+        let ctx = Context::default();
         let input: task_model::GetInput = serde_json::from_str(r#"{"task_id":"1"}"#).unwrap();
         let d = TaskGet::check_permissions(&input, &ctx);
         assert_eq!(d.behavior, PermissionBehavior::Allow);

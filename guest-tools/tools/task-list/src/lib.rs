@@ -42,7 +42,7 @@ export_tool!(TaskList);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_sdk::{PermissionBehavior, PermissionMode};
+    use toolhost_sdk::PermissionBehavior;
 
     #[test]
     fn spec_flags_and_permission() {
@@ -50,13 +50,7 @@ mod tests {
         assert_eq!(spec.name, "TaskList");
         assert!(spec.concurrency_safe && !spec.read_only && spec.state_injected && !spec.external);
         assert_eq!(spec.input_schema["type"], "object");
-        let ctx = Context {
-            mode: PermissionMode::Default,
-            working_dirs: vec![],
-            cwd: "/".into(),
-            home: "/".into(),
-            tool_config: json!({}),
-        };
+        let ctx = Context::default();
         let input: task_model::ListInput = serde_json::from_str(r#"{}"#).unwrap();
         let d = TaskList::check_permissions(&input, &ctx);
         assert_eq!(d.behavior, PermissionBehavior::Allow);
