@@ -10,7 +10,7 @@ use toolhost::state::AgentState;
 use toolhost::{CallEvent, CallRequest, ExternalCall, ExternalResult, PermissionAnswer};
 
 use super::args::{CallArgs, Global, ResumeArgs};
-use super::{exit, prompt};
+use super::{ask_user, exit, prompt};
 
 pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
     let host = global.host().await?;
@@ -67,6 +67,17 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
                     PermissionAnswer::Deny
                 };
                 req.answer(answer);
+            }
+            CallEvent::ExternalExecution(ext) if ext.tool == "AskUser" && prompt::interactive() => {
+                let stdin = std::io::stdin();
+                let result = ask_user::ask(&ext.input, stdin.lock(), std::io::stderr())?;
+                let response = host.complete_external(&ext, result)?;
+                if args.json {
+                    writeln!(stdout, "{}", serde_json::json!({"type": "response", "response": response}))?;
+                } else {
+                    writeln!(stdout, "{}", response.text())?;
+                }
+                code = exit::OK;
             }
             CallEvent::ExternalExecution(ext) => {
                 writeln!(stdout, "{}", serde_json::to_string(&ext)?)?;

@@ -1,6 +1,7 @@
 //! The `toolhost` command line: a thin layer over [`toolhost::Toolhost`].
 
 mod args;
+mod ask_user;
 mod call;
 mod check;
 mod inspect;
