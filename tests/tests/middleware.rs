@@ -358,3 +358,16 @@ fn settings_file_middleware_section() {
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert_eq!(stdout.trim(), "password=[REDACTED]");
 }
+
+#[test]
+fn list_and_describe_show_loaded_middleware_and_where_it_is_attached() {
+    let scratch = toolhost_e2e::Scratch::new();
+    let logging = toolhost_e2e::example("logging").display().to_string();
+    let out = scratch.cli(&["--middleware", &logging, "--attach", "Bash=logging", "list"]);
+    let (stdout, stderr) = toolhost_e2e::text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("MIDDLEWARE") && stdout.contains("logging") && stdout.contains("(on Bash)"), "{stdout}");
+    let out = scratch.cli(&["--middleware", &logging, "--attach", "Bash=logging", "describe", "Bash"]);
+    let (stdout, _) = toolhost_e2e::text(&out);
+    assert!(stdout.contains("middleware (outermost first): logging"), "{stdout}");
+}

@@ -21,6 +21,16 @@ pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
         println!("{:width$}  {:5}  {:8}  {:8}  {summary}", t.name, flags(t), origin(t), caps(t));
     }
     println!("\nflags: r read-only, c concurrency-safe, x external, s state-injected");
+    let middleware = host.middleware();
+    if !middleware.is_empty() {
+        println!("\nMIDDLEWARE");
+        for m in &middleware {
+            let tools: Vec<String> =
+                tools.iter().filter(|t| host.middleware_for(&t.name).contains(&m.name)).map(|t| t.name.clone()).collect();
+            let attached = if tools.is_empty() { "not attached".to_string() } else { format!("on {}", tools.join(", ")) };
+            println!("{:width$}  {}  ({attached})", m.name, m.description.lines().next().unwrap_or(""));
+        }
+    }
     Ok(exit::OK)
 }
 
@@ -60,6 +70,10 @@ pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
         if grants.process_exec { "yes" } else { "no" },
         if grants.state { "yes" } else { "no" }
     );
+    let layers = host.middleware_for(&t.name);
+    if !layers.is_empty() {
+        println!("middleware (outermost first): {}", layers.join(", "));
+    }
     println!("\ninput schema:\n{}", serde_json::to_string_pretty(&t.input_schema)?);
     Ok(exit::OK)
 }
