@@ -30,7 +30,13 @@ impl PolicyTool for Trivial {
     async fn check_permissions(&mut self, _input: &str, _ctx: &Context) -> anyhow::Result<ToolVerdict> {
         Ok(ToolVerdict::passthrough())
     }
-    async fn match_rule(&mut self, _b: Behavior, contents: &[String], input: &str, _ctx: &Context) -> anyhow::Result<Option<usize>> {
+    async fn match_rule(
+        &mut self,
+        _b: Behavior,
+        contents: &[String],
+        input: &str,
+        _ctx: &Context,
+    ) -> anyhow::Result<Option<usize>> {
         let c = command(input);
         Ok(contents.iter().position(|rule| {
             let prefix = rule.strip_suffix(":*").unwrap_or(rule);

@@ -44,9 +44,14 @@ fn ask_user_on_a_terminal_shows_the_questions_and_returns_the_answer() {
     child.stdin.take().expect("stdin").write_all(b"3\nMySQL, we already run it\n").unwrap();
     let out = child.wait_with_output().expect("wait");
     let screen = String::from_utf8_lossy(&out.stdout);
-    for expected in ["[DB] Which database?", "1. Postgres (Recommended)", "2. SQLite", "3. Other (type your own answer)"] {
+    for expected in
+        ["[DB] Which database?", "1. Postgres (Recommended)", "2. SQLite", "3. Other (type your own answer)"]
+    {
         assert!(screen.contains(expected), "missing {expected:?} in:\n{screen}");
     }
-    assert!(screen.contains("The user answered:") && screen.contains("Which database?: Other: MySQL, we already run it"), "{screen}");
+    assert!(
+        screen.contains("The user answered:") && screen.contains("Which database?: Other: MySQL, we already run it"),
+        "{screen}"
+    );
     assert!(out.status.success(), "{screen}");
 }

@@ -95,7 +95,11 @@ fn pick(q: &Question, other: usize, read: &mut impl BufRead, write: &mut impl Wr
             Err(_) => false,
         };
         if !valid {
-            writeln!(write, "Please answer with {} between 1 and {other}.", if q.multi_select { "numbers" } else { "one number" })?;
+            writeln!(
+                write,
+                "Please answer with {} between 1 and {other}.",
+                if q.multi_select { "numbers" } else { "one number" }
+            )?;
             continue;
         }
         let choices = choices.unwrap_or_default();
@@ -133,7 +137,10 @@ mod tests {
         let r = ask(&input, typed.as_bytes(), &mut shown).unwrap();
         let shown = String::from_utf8(shown).unwrap();
         assert!(shown.contains("3. Other (type your own answer)") && shown.contains("Please answer"), "{shown}");
-        assert_eq!(r.output, "The user answered:\n- Which db?: Postgres (Recommended)\n- Which extras?: Auth, Other: metrics");
+        assert_eq!(
+            r.output,
+            "The user answered:\n- Which db?: Postgres (Recommended)\n- Which extras?: Auth, Other: metrics"
+        );
         assert_eq!(
             serde_json::Value::Object(r.metadata),
             json!({"answers": [

@@ -25,9 +25,13 @@ pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
     if !middleware.is_empty() {
         println!("\nMIDDLEWARE");
         for m in &middleware {
-            let tools: Vec<String> =
-                tools.iter().filter(|t| host.middleware_for(&t.name).contains(&m.name)).map(|t| t.name.clone()).collect();
-            let attached = if tools.is_empty() { "not attached".to_string() } else { format!("on {}", tools.join(", ")) };
+            let tools: Vec<String> = tools
+                .iter()
+                .filter(|t| host.middleware_for(&t.name).contains(&m.name))
+                .map(|t| t.name.clone())
+                .collect();
+            let attached =
+                if tools.is_empty() { "not attached".to_string() } else { format!("on {}", tools.join(", ")) };
             println!("{:width$}  {}  ({attached})", m.name, m.description.lines().next().unwrap_or(""));
         }
     }
