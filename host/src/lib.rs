@@ -6,6 +6,8 @@
 //! per-call limits, loading, and the call pipeline. The `toolhost` binary
 //! (src/main.rs) is a thin CLI over [`Toolhost`].
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod batch;
 pub mod builtin;

@@ -5,7 +5,9 @@
 //! the host). When a new WIT version is released, it gets a sibling module
 //! (`v0_2_0`) and the loader picks the module by the component's exports.
 
-/// The `tool-component` world: what a tool imports and exports.
+/// The `tool-component` world: what a tool imports and exports. (Generated:
+/// the WIT files carry the documentation.)
+#[allow(missing_docs)]
 pub mod tool {
     wasmtime::component::bindgen!({
         path: "../wit/v0.1.0",
@@ -19,6 +21,7 @@ pub mod tool {
 }
 
 /// The `middleware-component` world. Shares every interface with [`tool`].
+#[allow(missing_docs)]
 pub mod middleware {
     wasmtime::component::bindgen!({
         path: "../wit/v0.1.0",
