@@ -30,7 +30,6 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use futures::FutureExt as _;
@@ -42,7 +41,7 @@ use crate::response::{Chunk, ResultState};
 use crate::runtime::Limits;
 use crate::runtime::bindings::wit_types::{self as wit, ToolError};
 use crate::runtime::failure::GuestFailure;
-use crate::runtime::store::{Deadline, OutputSink};
+use crate::runtime::store::{CallSetup, Deadline, OutputSink};
 use crate::state::AgentState;
 use crate::tool::{LoadError, LoadedTool, Origin, ToolInfo, ToolKind, validate_metadata};
 use crate::toolhost::Toolhost;
@@ -182,7 +181,12 @@ pub struct FunctionInstance {
 
 impl FunctionInstance {
     fn new(tool: Arc<FunctionTool>, limits: Limits, output: mpsc::Sender<Chunk>) -> Self {
-        Self { tool, sink: OutputSink::new(output, limits.max_output_bytes), deadline: deadline(&limits), limits }
+        Self {
+            tool,
+            sink: OutputSink::new(output, limits.max_output_bytes),
+            deadline: Deadline::for_limits(&limits),
+            limits,
+        }
     }
 
     async fn call(mut self, input: &str) -> Result<Result<(), ToolError>, GuestFailure> {
@@ -225,10 +229,6 @@ pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-fn deadline(limits: &Limits) -> Deadline {
-    Deadline::new(limits.timeout(), Duration::from_millis(limits.max_process_timeout_ms))
-}
-
 /// A tool ready for one call: a fresh component instance or a native
 /// function. The permission engine consults it ([`PolicyTool`]), then the
 /// pipeline runs it once.
@@ -245,7 +245,7 @@ impl CallableTool {
     pub fn rearm(&mut self, limits: &Limits) {
         match self {
             CallableTool::Component(i) => i.rearm(limits),
-            CallableTool::Function(f) => f.deadline = deadline(limits),
+            CallableTool::Function(f) => f.deadline = Deadline::for_limits(limits),
         }
     }
 
@@ -352,22 +352,19 @@ impl Toolhost {
         let limits = self.settings().limits;
         match &loaded.kind {
             ToolKind::Component(pre) => {
-                let grants = Arc::new(self.grants_for(&loaded.info));
-                let state = session.unwrap_or_else(|| self.state().clone());
-                let config = self.tool_config(&loaded.info.name).to_string();
-                let instance = ToolInstance::with_config(
-                    self.runtime(),
-                    pre,
-                    &loaded.info.name,
-                    grants,
-                    self.backend(),
-                    Some(state),
+                let setup = CallSetup {
+                    tool: Arc::from(loaded.info.name.as_str()),
+                    grants: Arc::new(self.grants_for(&loaded.info)),
+                    backend: self.backend(),
+                    agent_state: Some(session.unwrap_or_else(|| self.state().clone())),
                     limits,
+                    deadline: Deadline::for_limits(&limits),
                     output,
-                    Some(&config),
-                )
-                .await
-                .with_context(|| format!("starting tool '{}'", loaded.info.name))?;
+                    tool_config: Some(self.tool_config(&loaded.info.name).to_string()),
+                };
+                let instance = ToolInstance::new(self.runtime(), pre, setup)
+                    .await
+                    .with_context(|| format!("starting tool '{}'", loaded.info.name))?;
                 Ok(CallableTool::Component(instance))
             }
             ToolKind::Function(f) => Ok(CallableTool::Function(FunctionInstance::new(f.clone(), limits, output))),

@@ -17,7 +17,6 @@ use crate::runtime::bindings::wit_types as wit;
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::store::{CallSetup, Deadline, new_store};
 use crate::runtime::{CallState, Limits, Runtime};
-use crate::state::AgentState;
 
 /// Enters guest code under the store's deadline: `enter!(self, |store| call)`.
 macro_rules! enter {
@@ -51,49 +50,12 @@ pub enum EntryError {
 }
 
 impl ToolInstance {
-    /// Instantiates a tool for one call.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn new(
-        runtime: &Runtime,
-        pre: &ToolComponentPre<CallState>,
-        name: &str,
-        grants: Arc<Grants>,
-        backend: Arc<dyn Backend>,
-        agent_state: Option<Arc<AgentState>>,
-        limits: Limits,
-        output: mpsc::Sender<Chunk>,
-    ) -> anyhow::Result<Self> {
-        Self::with_config(runtime, pre, name, grants, backend, agent_state, limits, output, None).await
-    }
-
-    /// [`ToolInstance::new`] with the tool's own settings (JSON), which the
-    /// guest reads from `TOOLHOST_TOOL_CONFIG`.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn with_config(
-        runtime: &Runtime,
-        pre: &ToolComponentPre<CallState>,
-        name: &str,
-        grants: Arc<Grants>,
-        backend: Arc<dyn Backend>,
-        agent_state: Option<Arc<AgentState>>,
-        limits: Limits,
-        output: mpsc::Sender<Chunk>,
-        tool_config: Option<&str>,
-    ) -> anyhow::Result<Self> {
-        let deadline = Deadline::new(limits.timeout(), std::time::Duration::from_millis(limits.max_process_timeout_ms));
-        let state = CallState::new(CallSetup {
-            tool: Arc::from(name),
-            grants,
-            backend,
-            agent_state,
-            limits,
-            deadline,
-            output,
-            tool_config: tool_config.map(str::to_string),
-        });
-        let mut store = new_store(runtime, state);
+    /// Instantiates a tool for one call, with the store `setup` describes.
+    pub async fn new(runtime: &Runtime, pre: &ToolComponentPre<CallState>, setup: CallSetup) -> anyhow::Result<Self> {
+        let name = setup.tool.to_string();
+        let mut store = new_store(runtime, CallState::new(setup));
         let bindings = pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating {name}: {e:#}"))?;
-        Ok(Self { store, bindings: Arc::new(bindings), name: name.to_string(), failed: false })
+        Ok(Self { store, bindings: Arc::new(bindings), name, failed: false })
     }
 
     /// Instantiates a freshly loaded component with no grants and asks it
@@ -107,8 +69,17 @@ impl ToolInstance {
         let (tx, _rx) = mpsc::channel(1);
         let backend: Arc<dyn Backend> =
             Arc::new(crate::backend::local::LocalBackend::new(std::env::temp_dir(), std::env::temp_dir()));
-        let mut instance =
-            Self::new(runtime, pre, label, Arc::new(Grants::none(label)), backend, None, limits, tx).await?;
+        let setup = CallSetup {
+            tool: Arc::from(label),
+            grants: Arc::new(Grants::none(label)),
+            backend,
+            agent_state: None,
+            limits,
+            deadline: Deadline::for_limits(&limits),
+            output: tx,
+            tool_config: None,
+        };
+        let mut instance = Self::new(runtime, pre, setup).await?;
         let bindings = instance.bindings.clone();
         Ok(enter!(instance, |store| bindings.toolhost_tool_tool().call_metadata(store))?)
     }
@@ -117,8 +88,7 @@ impl ToolInstance {
     /// waiting for a user's answer does not count against the tool).
     pub fn rearm(&mut self, limits: &Limits) {
         let data = self.store.data_mut();
-        data.deadline =
-            Deadline::new(limits.timeout(), std::time::Duration::from_millis(limits.max_process_timeout_ms));
+        data.deadline = Deadline::for_limits(limits);
     }
 
     /// Sends this instance's output to `output` and puts it under `deadline`

@@ -426,7 +426,7 @@ pub(crate) async fn run_chain(
         return Ok(instance.call(&input).await?);
     }
     let limits = host.settings().limits;
-    let deadline = Deadline::new(limits.timeout(), Duration::from_millis(limits.max_process_timeout_ms));
+    let deadline = Deadline::for_limits(&limits);
     // Until its run, the first instance must not hold the caller's channel open.
     let (parked, _) = mpsc::channel(1);
     instance.redirect(parked, deadline.clone());

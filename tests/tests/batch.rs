@@ -23,11 +23,13 @@ async fn safe_calls_overlap_and_unsafe_calls_run_alone_in_order() {
     s.plugins.extend([guest("nap"), guest("nap-safe")]);
     let host = scratch.host(s).await;
 
+    // Long enough that a loaded machine cannot delay a start past the
+    // others' end.
     let plan = ["NapSafe", "NapSafe", "NapSafe", "Nap", "Nap", "NapSafe", "NapSafe"];
     let calls: Vec<CallRequest> = plan
         .iter()
         .enumerate()
-        .map(|(i, tool)| CallRequest::new(*tool, json!({"millis": 250}).to_string()).id(format!("c{i}")))
+        .map(|(i, tool)| CallRequest::new(*tool, json!({"millis": 800}).to_string()).id(format!("c{i}")))
         .collect();
     let results = host.run_batch(calls, Arc::new(|_| PermissionAnswer::Deny)).await;
 

@@ -34,6 +34,11 @@ impl Deadline {
         Self { until: Arc::new(Mutex::new(Instant::now() + timeout)), max_extension: max_process }
     }
 
+    /// The deadline of a call under `limits`.
+    pub fn for_limits(limits: &Limits) -> Self {
+        Self::new(limits.timeout(), Duration::from_millis(limits.max_process_timeout_ms))
+    }
+
     /// When the call must end.
     pub fn until(&self) -> Instant {
         *self.until.lock().unwrap_or_else(|p| p.into_inner())
