@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use toolhost_sdk::{Context, Decision, ToolError};
+use toolhost_sdk::{Context, Decision, PermissionRule, ToolError, suggest};
 
 pub use toolhost_policy::{DangerLists, fnmatch, normalize};
 
@@ -108,6 +108,24 @@ pub struct WriteOp {
     pub noun: &'static str,
     /// `writing` or `editing`, as in `Permission granted for writing …`.
     pub verb: &'static str,
+}
+
+/// Write's operation names (its tool name is the noun).
+pub const WRITE: WriteOp = WriteOp { noun: "Write", verb: "writing" };
+/// Edit's operation names (its tool name is the noun).
+pub const EDIT: WriteOp = WriteOp { noun: "Edit", verb: "editing" };
+
+impl WriteOp {
+    /// The tool's `check-permissions` for `file_path`: [`write_permission`]
+    /// with the path's symlinks resolved by the backend.
+    pub fn check_permissions(self, file_path: &str, ctx: &Context) -> Decision {
+        write_permission(self, file_path, real_path(file_path).as_deref(), ctx)
+    }
+
+    /// The tool's suggestions for `file_path`: `Tool(dir/**)`, or none.
+    pub fn suggestions(self, file_path: &str) -> Vec<PermissionRule> {
+        file_rule_suggestion(file_path).map(|c| suggest(self.noun, Some(c))).into_iter().collect()
+    }
 }
 
 /// `check_permissions` of Write and Edit (spec §6.3), messages verbatim:

@@ -11,8 +11,6 @@ fn ctx(mode: PermissionMode) -> Context {
     }
 }
 
-const WRITE: WriteOp = WriteOp { noun: "Write", verb: "writing" };
-
 #[test]
 fn absolute_paths() {
     assert!(is_absolute("/a"));
@@ -91,12 +89,7 @@ fn write_permission_messages() {
     let d = write_permission(WRITE, "", None, &ctx(PermissionMode::Default));
     assert_eq!(d.message, "No file path provided");
 
-    let d = write_permission(
-        WriteOp { noun: "Edit", verb: "editing" },
-        "/x/.GIT/config",
-        None,
-        &ctx(PermissionMode::Bypass),
-    );
+    let d = write_permission(EDIT, "/x/.GIT/config", None, &ctx(PermissionMode::Bypass));
     assert_eq!(d.message, "Permission required: Edit operation on sensitive file /x/.GIT/config");
 }
 

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::json;
 use toolhost_sdk::{
     Context, Decision, Output, PermissionBehavior, PermissionRule, Tool, ToolError, ToolSpec, backend, export_tool,
-    state, suggest,
+    state,
 };
 
 /// The `Edit` tool.
@@ -128,12 +128,7 @@ impl Tool for Edit {
     }
 
     fn check_permissions(input: &Input, ctx: &Context) -> Decision {
-        file_common::write_permission(
-            file_common::WriteOp { noun: "Edit", verb: "editing" },
-            &input.file_path,
-            file_common::real_path(&input.file_path).as_deref(),
-            ctx,
-        )
+        file_common::EDIT.check_permissions(&input.file_path, ctx)
     }
 
     fn match_rule(_behavior: PermissionBehavior, rule_content: &str, input: &Input, _ctx: &Context) -> bool {
@@ -141,7 +136,7 @@ impl Tool for Edit {
     }
 
     fn suggestions(input: &Input, _ctx: &Context) -> Vec<PermissionRule> {
-        file_common::file_rule_suggestion(&input.file_path).map(|c| suggest("Edit", Some(c))).into_iter().collect()
+        file_common::EDIT.suggestions(&input.file_path)
     }
 
     fn call(input: Input, out: &mut Output) -> Result<(), ToolError> {

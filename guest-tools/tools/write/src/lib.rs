@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::json;
 use toolhost_sdk::{
     Context, Decision, Output, PermissionBehavior, PermissionRule, Tool, ToolError, ToolSpec, backend, export_tool,
-    state, suggest,
+    state,
 };
 
 /// The `Write` tool.
@@ -97,12 +97,7 @@ impl Tool for Write {
     }
 
     fn check_permissions(input: &Input, ctx: &Context) -> Decision {
-        file_common::write_permission(
-            file_common::WriteOp { noun: "Write", verb: "writing" },
-            &input.file_path,
-            file_common::real_path(&input.file_path).as_deref(),
-            ctx,
-        )
+        file_common::WRITE.check_permissions(&input.file_path, ctx)
     }
 
     fn match_rule(_behavior: PermissionBehavior, rule_content: &str, input: &Input, _ctx: &Context) -> bool {
@@ -110,7 +105,7 @@ impl Tool for Write {
     }
 
     fn suggestions(input: &Input, _ctx: &Context) -> Vec<PermissionRule> {
-        file_common::file_rule_suggestion(&input.file_path).map(|c| suggest("Write", Some(c))).into_iter().collect()
+        file_common::WRITE.suggestions(&input.file_path)
     }
 
     fn call(input: Input, out: &mut Output) -> Result<(), ToolError> {
