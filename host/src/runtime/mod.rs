@@ -153,6 +153,9 @@ fn config(options: &RuntimeOptions, pooling: bool) -> Config {
     // Deep recursion must trap as a stack overflow well before the host's
     // own stack is at risk.
     config.max_wasm_stack(1 << 20);
+    if let Some(profiler) = profiler_from_env() {
+        config.profiler(profiler);
+    }
     if pooling {
         let mut pool = wasmtime::PoolingAllocationConfig::default();
         let memory = usize::try_from(options.limits.max_memory_bytes).unwrap_or(usize::MAX);
@@ -174,6 +177,21 @@ fn config(options: &RuntimeOptions, pooling: bool) -> Config {
         config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
     }
     config
+}
+
+/// The profiler named by `TOOLHOST_PROFILER` (`perfmap` or `jitdump`), so
+/// that `perf` can name the functions of guest code; unset means none.
+fn profiler_from_env() -> Option<wasmtime::ProfilingStrategy> {
+    let value = std::env::var("TOOLHOST_PROFILER").ok()?;
+    match value.to_ascii_lowercase().as_str() {
+        "perfmap" => Some(wasmtime::ProfilingStrategy::PerfMap),
+        "jitdump" => Some(wasmtime::ProfilingStrategy::JitDump),
+        "" | "none" => None,
+        other => {
+            tracing::warn!("TOOLHOST_PROFILER={other} is not known (use perfmap or jitdump); profiling is off");
+            None
+        }
+    }
 }
 
 /// Increments the engine epoch every [`EPOCH_TICK`] until dropped.
