@@ -31,7 +31,7 @@ pub use rules::match_rule_text;
 pub use sed::check_sed_args;
 pub use toolhost_policy::DangerLists;
 
-use parse::{Analysis, analyse};
+use parse::{Analysis, Place, analyse};
 
 /// Permission mode of the engine (spec §1.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,7 +126,7 @@ pub fn check_read_only(command: &str) -> bool {
     if command.trim().is_empty() {
         return false;
     }
-    let a = analyse(command, "/", "/");
+    let a = analyse(command);
     injection_risk(&a).is_none() && !a.parts.is_empty() && a.parts.iter().all(readonly::part_is_read_only)
 }
 
@@ -145,7 +145,8 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
     if command.is_empty() {
         return verdict(Behavior::Passthrough, "Empty command".into(), None, false);
     }
-    let a = analyse(command, &ctx.cwd, &ctx.home);
+    let a = analyse(command);
+    let at = Place { cwd: &ctx.cwd, home: &ctx.home };
     if let Some(r) = injection_risk(&a) {
         return safety_ask(
             format!("Permission required: {r}"),
@@ -182,7 +183,7 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
     }
     let mut sensitive: Vec<String> = Vec::new();
     for part in &a.parts {
-        for t in paths::part_targets(part, &ctx.home) {
+        for t in paths::part_targets(part, &at) {
             if paths::target_is_dangerous(&t, &ctx.home, lists) && !sensitive.contains(&t.display) {
                 sensitive.push(t.display);
             }
@@ -195,7 +196,7 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
         );
     }
     for part in &a.parts {
-        if let Some(p) = paths::dangerous_removal(part, &ctx.home) {
+        if let Some(p) = paths::dangerous_removal(part, &at) {
             return safety_ask(
                 format!(
                     "Dangerous removal operation detected: '{p}'\n\nThis command would remove a critical system directory. This requires explicit approval and cannot be auto-allowed by permission rules."
@@ -222,13 +223,14 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
 /// Layer 6: the program of the first filesystem part when every part is
 /// read-only or a filesystem edit confined to the working directories.
 fn fs_auto_allow(a: &Analysis, ctx: &Context) -> Option<String> {
+    let at = Place { cwd: &ctx.cwd, home: &ctx.home };
     let mut base: Option<String> = None;
     let mut any_target = false;
     for part in &a.parts {
         if readonly::part_is_read_only(part) {
             continue;
         }
-        let (name, targets) = paths::fs_edit_targets(part, &ctx.home)?;
+        let (name, targets) = paths::fs_edit_targets(part, &at)?;
         for t in &targets {
             let abs = t.abs.as_ref()?;
             if !toolhost_policy::in_working_dirs(abs, "/", &ctx.home, &ctx.working_dirs) {
@@ -291,7 +293,7 @@ fn fallback_fragments(command: &str) -> Vec<String> {
 ///
 /// An empty rule content matches everything.
 pub fn match_rules(kind: RuleKind, rule_contents: &[String], command: &str) -> Option<usize> {
-    let a = analyse(command, "/", "/");
+    let a = analyse(command);
     match kind {
         RuleKind::Deny | RuleKind::Ask => {
             let mut texts: Vec<String> = vec![command.to_string()];
@@ -348,7 +350,7 @@ pub fn suggestions(command: &str) -> Vec<String> {
     if command.trim().is_empty() {
         return Vec::new();
     }
-    let a = analyse(command, "/", "/");
+    let a = analyse(command);
     if injection_risk(&a).is_some() {
         return Vec::new();
     }

@@ -8,6 +8,7 @@
 //! tree-sitter-bash used by the reference (`command_substitution`,
 //! `subshell`, ...); the first one found in pre-order is reported.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -21,7 +22,7 @@ const MAX_DEPTH: usize = 12;
 pub(crate) const MAX_LEN: usize = 64 * 1024;
 
 /// One shell word as written and, when it is static, as the shell sees it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Word {
     /// The source text (quotes included).
     pub raw: String,
@@ -65,7 +66,7 @@ pub(crate) enum RedirKind {
 }
 
 /// A redirection to or from a named file.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Redirect {
     pub kind: RedirKind,
     pub target: Word,
@@ -79,7 +80,7 @@ impl Redirect {
 }
 
 /// One simple command.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Part {
     /// Leading `NAME=value` assignments: (name, raw text).
     pub assigns: Vec<(String, String)>,
@@ -87,14 +88,35 @@ pub(crate) struct Part {
     pub words: Vec<Word>,
     /// Redirections to or from files (descriptor duplications are omitted).
     pub redirects: Vec<Redirect>,
-    /// The effective working directory for relative paths: `None` when a
-    /// preceding `cd` made it unknowable.
-    pub cwd: Option<String>,
+    /// How the part's working directory follows from the command's: the
+    /// `cd`/`pushd` targets met before it, in order (empty: the command's
+    /// own directory); `None` when a preceding `cd` made it unknowable.
+    /// Kept unresolved so one analysis serves every working directory.
+    pub cd_trail: Option<Vec<String>>,
     /// Found inside a substitution or a nested script, not at top level.
     pub nested: bool,
 }
 
+/// Where a command runs: the directory relative paths start from and the
+/// home directory `~` stands for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Place<'a> {
+    pub cwd: &'a str,
+    pub home: &'a str,
+}
+
 impl Part {
+    /// The absolute working directory of this part when the command runs at
+    /// `at`; `None` when a preceding `cd` made it unknowable.
+    pub fn dir<'a>(&self, at: &Place<'a>) -> Option<Cow<'a, str>> {
+        let trail = self.cd_trail.as_ref()?;
+        let mut dir = Cow::Borrowed(at.cwd);
+        for step in trail {
+            dir = Cow::Owned(toolhost_policy::normalize(step, &dir, at.home));
+        }
+        Some(dir)
+    }
+
     /// The source-like text: assignments and words joined by one space.
     pub fn text(&self) -> String {
         let mut out: Vec<&str> = self.assigns.iter().map(|(_, raw)| raw.as_str()).collect();
@@ -109,7 +131,7 @@ impl Part {
 }
 
 /// The result of analysing one command line.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Analysis {
     /// Every simple command, in source order (nested ones after their host).
     pub parts: Vec<Part>,
@@ -119,10 +141,9 @@ pub(crate) struct Analysis {
     pub parse_error: bool,
 }
 
-/// How many analyses and parsed programs are kept (most recent first). One
+/// How many analyses are kept (most recent first). One
 /// decision asks for the same command several times (`check_read_only`,
-/// `check_permissions`, `match_rules` per rule list, `suggestions`), with at
-/// most two (cwd, home) pairs.
+/// `check_permissions`, `match_rules` per rule list, `suggestions`).
 const CACHE_SLOTS: usize = 4;
 
 /// A small most-recently-used cache keyed by exact strings.
@@ -149,64 +170,106 @@ impl<K: PartialEq, V> Mru<K, V> {
     }
 }
 
-type ParseOutcome = Option<ast::Program>;
-
 thread_local! {
-    /// Analyses by (command, cwd, home): an analysis is a pure function of
-    /// those three strings.
-    static ANALYSES: RefCell<Mru<(String, String, String), Analysis>> = const { RefCell::new(Mru::new()) };
-    /// Parsed programs by source text (top-level commands and the nested
-    /// scripts of substitutions, `eval` and `sh -c`): `None` when the source
-    /// does not parse. A parse is a pure function of the text.
-    static PROGRAMS: RefCell<Mru<String, ParseOutcome>> = const { RefCell::new(Mru::new()) };
+    /// Analyses by command: an analysis is a pure function of the text.
+    static ANALYSES: RefCell<Mru<String, Analysis>> = const { RefCell::new(Mru::new()) };
 }
 
 /// Parses `command` and flattens it ([`analyse_uncached`]), remembering
 /// the last few answers: the same command is analysed by every permission
 /// function of one decision.
-pub(crate) fn analyse(command: &str, cwd: &str, home: &str) -> Rc<Analysis> {
-    let key = |k: &(String, String, String)| k.0 == command && k.1 == cwd && k.2 == home;
-    if let Some(hit) = ANALYSES.with_borrow_mut(|c| c.get(key)) {
+pub(crate) fn analyse(command: &str) -> Rc<Analysis> {
+    if let Some(hit) = ANALYSES.with_borrow_mut(|c| c.get(|k| k == command)) {
         return hit;
     }
-    let a = Rc::new(analyse_uncached(command, cwd, home));
-    ANALYSES.with_borrow_mut(|c| c.put((command.to_string(), cwd.to_string(), home.to_string()), a.clone()));
+    let a = Rc::new(analyse_uncached(command));
+    ANALYSES.with_borrow_mut(|c| c.put(command.to_string(), a.clone()));
     a
 }
 
-/// `src` parsed with brush-parser (through the cache); `None` when it does
-/// not parse (or the parser panicked).
-fn parse_program(src: &str) -> Rc<ParseOutcome> {
-    if let Some(hit) = PROGRAMS.with_borrow_mut(|c| c.get(|k| k == src)) {
-        return hit;
-    }
+/// `src` parsed with brush-parser; `None` when it does not parse (or the
+/// parser panicked).
+fn parse_program(src: &str) -> Option<ast::Program> {
     let parsed = std::panic::catch_unwind(|| {
         let mut p = Parser::new(std::io::Cursor::new(src.as_bytes()), &options());
         p.parse_program()
     });
-    let outcome = Rc::new(match parsed {
-        Ok(Ok(prog)) => Some(prog),
-        _ => None,
-    });
-    PROGRAMS.with_borrow_mut(|c| c.put(src.to_string(), outcome.clone()));
-    outcome
+    parsed.ok()?.ok()
 }
 
 /// Parses `command` and flattens it. Never panics; failures set `parse_error`.
-pub(crate) fn analyse_uncached(command: &str, cwd: &str, home: &str) -> Analysis {
-    let mut w = Walker {
-        out: Analysis::default(),
-        depth: 0,
-        cwd: Some(cwd.to_string()),
-        home: home.to_string(),
-        nested: false,
-    };
+pub(crate) fn analyse_uncached(command: &str) -> Analysis {
+    analyse_with(command, true)
+}
+
+/// [`analyse_uncached`], optionally without the [`plain_simple_command`]
+/// shortcut (the tests compare both).
+pub(crate) fn analyse_with(command: &str, fast_path: bool) -> Analysis {
+    let mut w = Walker { out: Analysis::default(), depth: 0, cwd: Some(Vec::new()), nested: false, fast_path };
     if command.len() > MAX_LEN {
         w.out.parse_error = true;
         return w.out;
     }
     w.program(command);
     w.out
+}
+
+/// Words the grammar gives a meaning in command position; a simple command
+/// starting with one of them is left to the parser.
+const RESERVED_WORDS: &[&str] = &[
+    "!", "{", "}", "[[", "]]", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for", "function", "if",
+    "in", "select", "then", "time", "until", "while",
+];
+
+/// The part of `src` when it is one simple command of plain words (see
+/// [`is_plain`]) separated by blanks, whose first non-assignment word is not
+/// a reserved word; `None` for anything else, which goes to the parser.
+///
+/// For such text the grammar reduces to: leading `NAME=value` /
+/// `NAME+=value` words are assignments, the rest are the command's words,
+/// each its own value. The property test `plain_commands_analyse_as_parsed`
+/// checks this against brush-parser. Most commands an agent runs are of this
+/// shape, and brush-parser costs several times the rest of the analysis.
+fn plain_simple_command(src: &str) -> Option<Part> {
+    let mut part = Part::default();
+    for token in src.split([' ', '\t']).filter(|t| !t.is_empty()) {
+        if !is_plain(token) {
+            return None;
+        }
+        if part.words.is_empty()
+            && let Some(name) = assignment_prefix(token)
+        {
+            part.assigns.push((name.to_string(), token.to_string()));
+            continue;
+        }
+        if part.words.is_empty() && RESERVED_WORDS.contains(&token) {
+            return None;
+        }
+        part.words.push(static_word(token));
+    }
+    (!part.words.is_empty() || !part.assigns.is_empty()).then_some(part)
+}
+
+/// The variable name of an assignment word (`NAME=...`, `NAME+=...`).
+fn assignment_prefix(token: &str) -> Option<&str> {
+    let (name, _) = token.split_once('=')?;
+    let name = name.strip_suffix('+').unwrap_or(name);
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    ((first.is_ascii_alphabetic() || first == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .then_some(name)
+}
+
+/// True when no character of `raw` is special to the shell inside a word
+/// (no quoting, expansion, glob, brace, tilde, history or comment syntax), so
+/// the word's value is its text. Such words skip brush-parser's word parser,
+/// which is most of the cost of analysing ordinary commands.
+fn is_plain(raw: &str) -> bool {
+    !raw.is_empty()
+        && raw.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(b, b'-' | b'_' | b'.' | b'/' | b',' | b':' | b'+' | b'@' | b'%' | b'=')
+        })
 }
 
 fn options() -> ParserOptions {
@@ -216,9 +279,11 @@ fn options() -> ParserOptions {
 struct Walker {
     out: Analysis,
     depth: usize,
-    cwd: Option<String>,
-    home: String,
+    /// The `cd` trail in force (see [`Part::cd_trail`]).
+    cwd: Option<Vec<String>>,
     nested: bool,
+    /// Whether [`plain_simple_command`] may stand in for the parser.
+    fast_path: bool,
 }
 
 impl Walker {
@@ -233,7 +298,13 @@ impl Walker {
             self.out.parse_error = true;
             return;
         }
-        match &*parse_program(src) {
+        if self.fast_path
+            && let Some(part) = plain_simple_command(src)
+        {
+            self.finish_simple(part);
+            return;
+        }
+        match &parse_program(src) {
             Some(prog) => {
                 for cc in &prog.complete_commands {
                     self.list(cc);
@@ -403,7 +474,7 @@ impl Walker {
     }
 
     fn push_part(&mut self, mut p: Part) {
-        p.cwd = self.cwd.clone();
+        p.cd_trail = self.cwd.clone();
         p.nested = self.nested;
         self.track_cd(&p);
         self.out.parts.push(p);
@@ -416,12 +487,22 @@ impl Walker {
         };
         match name {
             "cd" | "pushd" => {
-                let args: Vec<&Word> = p.words[1..].iter().filter(|w| !w.text().starts_with('-')).collect();
-                self.cwd = match (args.first(), &self.cwd) {
-                    (None, _) if name == "cd" => Some(self.home.clone()),
-                    (Some(w), Some(cur)) => w.path().map(|d| toolhost_policy::normalize(&d, cur, &self.home)),
-                    _ => None,
+                let args = &p.words[1..];
+                // `cd -` goes back to `$OLDPWD`, which is not knowable here.
+                let back = args.iter().any(|w| w.text() == "-");
+                let dirs: Vec<&Word> = args.iter().filter(|w| !w.text().starts_with('-')).collect();
+                let step = match dirs.first() {
+                    _ if back => None,
+                    None if name == "cd" => Some("~".to_string()),
+                    Some(w) => w.path(),
+                    None => None,
                 };
+                match (step, &mut self.cwd) {
+                    // An absolute target is known wherever the shell was.
+                    (Some(step), _) if step.starts_with(['/', '~']) => self.cwd = Some(vec![step]),
+                    (Some(step), Some(trail)) => trail.push(step),
+                    _ => self.cwd = None,
+                }
             }
             "popd" => self.cwd = None,
             _ => {}
@@ -477,6 +558,12 @@ impl Walker {
             let w = self.word(n);
             part.words.push(w);
         }
+        self.finish_simple(part);
+    }
+
+    /// Records a simple command's part and follows the script it runs
+    /// (`eval`, `sh -c`, ...), if any.
+    fn finish_simple(&mut self, part: Part) {
         if let Some(first) = part.words.first()
             && first.value.as_deref() == Some("[")
         {
@@ -607,6 +694,10 @@ impl Walker {
     /// Parses a word into its value, recording dynamic pieces.
     fn word(&mut self, w: &ast::Word) -> Word {
         let raw = w.value.clone();
+        if is_plain(&raw) {
+            // Nothing in it the shell expands or removes: the word is itself.
+            return Word { value: Some(raw.clone()), raw, ..Word::default() };
+        }
         match word::parse(&raw, &options()) {
             Ok(pieces) => {
                 let mut st = WordState::default();

@@ -1,7 +1,7 @@
 //! Paths a part writes or names: extraction, resolution, dangerous tests.
 
 use crate::normalize::{has_wrapper, program_name, strip_wrappers, trusted_program};
-use crate::parse::{Part, Word};
+use crate::parse::{Part, Place, Word};
 use toolhost_policy::{DangerLists, fnmatch, is_dangerous_path, normalize};
 
 /// Commands whose non-flag arguments are paths for the sensitive-path check
@@ -27,11 +27,12 @@ pub(crate) struct Target {
     pub raw: String,
 }
 
-/// Resolves a word to a [`Target`] relative to the part's directory.
-pub(crate) fn target(w: &Word, part: &Part, home: &str) -> Target {
-    let abs = match (w.path(), &part.cwd) {
-        (Some(p), Some(cwd)) => Some(normalize(&p, cwd, home)),
-        (Some(p), None) if p.starts_with('/') || (w.tilde && p.starts_with('~')) => Some(normalize(&p, "/", home)),
+/// Resolves a word to a [`Target`] relative to the part's directory when
+/// the command runs at `at`.
+pub(crate) fn target(w: &Word, part: &Part, at: &Place) -> Target {
+    let abs = match (w.path(), part.dir(at)) {
+        (Some(p), Some(cwd)) => Some(normalize(&p, &cwd, at.home)),
+        (Some(p), None) if p.starts_with('/') || (w.tilde && p.starts_with('~')) => Some(normalize(&p, "/", at.home)),
         _ => None,
     };
     Target { display: w.text().to_string(), abs, glob: w.glob, raw: w.raw.clone() }
@@ -96,7 +97,7 @@ pub(crate) fn path_args(program: &str, args: &[Word]) -> Vec<Word> {
 /// Every target of one part for the sensitive-path check: path arguments of
 /// a file command (wrappers seen through) and every redirection target
 /// except `/dev/null`.
-pub(crate) fn part_targets(part: &Part, home: &str) -> Vec<Target> {
+pub(crate) fn part_targets(part: &Part, at: &Place) -> Vec<Target> {
     let mut out = Vec::new();
     let words = strip_wrappers(&part.words);
     if let Some((first, args)) = words.split_first()
@@ -104,12 +105,12 @@ pub(crate) fn part_targets(part: &Part, home: &str) -> Vec<Target> {
         && FILE_COMMANDS.contains(&name.as_str())
     {
         for w in path_args(&name, args) {
-            out.push(target(&w, part, home));
+            out.push(target(&w, part, at));
         }
     }
     for r in &part.redirects {
         if !r.is_dev_null() {
-            out.push(target(&r.target, part, home));
+            out.push(target(&r.target, part, at));
         }
     }
     out
@@ -169,14 +170,15 @@ pub(crate) fn target_is_dangerous(t: &Target, home: &str, lists: &DangerLists) -
 /// Dangerous removal (spec §5.5) for one part whose program, wrappers seen
 /// through, is `rm` or `rmdir` (also `/bin/rm`, `sudo rm`): returns the
 /// first critical path named.
-pub(crate) fn dangerous_removal(part: &Part, home: &str) -> Option<String> {
+pub(crate) fn dangerous_removal(part: &Part, at: &Place) -> Option<String> {
     let words = strip_wrappers(&part.words);
     let (first, args) = words.split_first()?;
     let name = program_name(first)?;
     if name != "rm" && name != "rmdir" {
         return None;
     }
-    let home_abs = normalize("~", "/", home);
+    let home_abs = normalize("~", "/", at.home);
+    let dir = part.dir(at);
     let mut after_dashdash = false;
     for w in args {
         let t = w.text();
@@ -193,12 +195,11 @@ pub(crate) fn dangerous_removal(part: &Part, home: &str) -> Option<String> {
         if v == "*" || v == "./*" || v == "/" || v.ends_with("/*") || v.ends_with("\\*") {
             return Some(v.to_string());
         }
-        let cwd = part.cwd.as_deref().unwrap_or("/");
         let Some(p) = w.path() else { continue };
-        if part.cwd.is_none() && !(p.starts_with('/') || w.tilde) {
+        if dir.is_none() && !(p.starts_with('/') || w.tilde) {
             continue;
         }
-        let abs = normalize(&p, cwd, home);
+        let abs = normalize(&p, dir.as_deref().unwrap_or("/"), at.home);
         let depth = abs.split('/').filter(|s| !s.is_empty()).count();
         if abs == home_abs || depth <= 1 || (w.glob && abs.ends_with("/*")) {
             return Some(v.to_string());
@@ -210,7 +211,7 @@ pub(crate) fn dangerous_removal(part: &Part, home: &str) -> Option<String> {
 /// The accept-edits targets of a part that is a direct filesystem command
 /// (no wrapper, harmless assignments, bare or system-path program in
 /// [`FS_EDIT_COMMANDS`]): `Some((program, targets))`, else `None`.
-pub(crate) fn fs_edit_targets(part: &Part, home: &str) -> Option<(String, Vec<Target>)> {
+pub(crate) fn fs_edit_targets(part: &Part, at: &Place) -> Option<(String, Vec<Target>)> {
     if has_wrapper(&part.words) || !crate::readonly::assigns_harmless(part) {
         return None;
     }
@@ -219,10 +220,10 @@ pub(crate) fn fs_edit_targets(part: &Part, home: &str) -> Option<(String, Vec<Ta
     if !FS_EDIT_COMMANDS.contains(&name.as_str()) {
         return None;
     }
-    let mut out: Vec<Target> = path_args(&name, args).iter().map(|w| target(w, part, home)).collect();
+    let mut out: Vec<Target> = path_args(&name, args).iter().map(|w| target(w, part, at)).collect();
     for r in &part.redirects {
         if !r.is_dev_null() {
-            out.push(target(&r.target, part, home));
+            out.push(target(&r.target, part, at));
         }
     }
     Some((name, out))

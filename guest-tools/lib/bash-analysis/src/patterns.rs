@@ -22,28 +22,56 @@ fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-/// Reference test of one pattern on one whitespace-normalised text: short
+/// Whether the reference matches `pattern` only as a whole word: short
 /// single words (`dd`, `mkfs`) need word boundaries, others are substrings.
-fn pattern_hits(pattern: &str, text: &str) -> bool {
-    if !pattern.contains(' ') && pattern.chars().count() <= 4 {
-        let mut start = 0;
-        while let Some(pos) = text[start..].find(pattern) {
-            let at = start + pos;
-            let end = at + pattern.len();
-            let before_ok = text[..at].chars().next_back().is_none_or(|c| !is_word_char(c));
-            let after_ok = text[end..].chars().next().is_none_or(|c| !is_word_char(c));
-            if before_ok && after_ok {
-                return true;
-            }
-            start = at + pattern.len().max(1);
-            if start >= text.len() {
-                break;
-            }
-        }
-        false
-    } else {
-        text.contains(pattern)
+fn needs_word_boundaries(pattern: &str) -> bool {
+    !pattern.contains(' ') && pattern.chars().count() <= 4
+}
+
+/// For each byte, the set (bit `i` for pattern `i`) of the
+/// [`DANGEROUS_COMMANDS`] that start with it.
+const STARTS: [u16; 256] = {
+    assert!(DANGEROUS_COMMANDS.len() <= 16);
+    let mut table = [0u16; 256];
+    let mut i = 0;
+    while i < DANGEROUS_COMMANDS.len() {
+        table[DANGEROUS_COMMANDS[i].as_bytes()[0] as usize] |= 1 << i;
+        i += 1;
     }
+    table
+};
+
+/// The index in [`DANGEROUS_COMMANDS`] of the first pattern (in list order)
+/// that hits `text`, following the reference test per pattern (see
+/// [`needs_word_boundaries`]). One pass over `text`: at each position only
+/// the patterns starting with that byte are compared.
+fn first_pattern_hit(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    // Bit `i` set: pattern `i` may still be the answer.
+    let mut open: u32 = (1 << DANGEROUS_COMMANDS.len()) - 1;
+    for (at, &b) in bytes.iter().enumerate() {
+        let mut candidates = u32::from(STARTS[usize::from(b)]) & open;
+        while candidates != 0 {
+            let i = candidates.trailing_zeros() as usize;
+            candidates &= candidates - 1;
+            let pat = DANGEROUS_COMMANDS[i];
+            if !bytes[at..].starts_with(pat.as_bytes()) {
+                continue;
+            }
+            if needs_word_boundaries(pat) {
+                let end = at + pat.len();
+                let before_ok = text[..at].chars().next_back().is_none_or(|c| !is_word_char(c));
+                let after_ok = text[end..].chars().next().is_none_or(|c| !is_word_char(c));
+                if !(before_ok && after_ok) {
+                    continue;
+                }
+            }
+            // Pattern `i` hits: only earlier patterns can still win.
+            open = (1 << i) - 1;
+            break;
+        }
+    }
+    (open != (1 << DANGEROUS_COMMANDS.len()) - 1).then(|| open.trailing_ones() as usize)
 }
 
 /// Appends `s` with its whitespace runs squashed to one space and trimmed
@@ -101,13 +129,9 @@ pub(crate) fn dangerous_pattern(command: &str, parts: &[Part]) -> Option<&'stati
         texts.push('\n');
         push_squashed(&mut texts, &normalized_text(&p.words));
     }
-    for pat in DANGEROUS_COMMANDS {
-        if pattern_hits(pat, &texts) {
-            return Some(pat);
-        }
-        if *pat == "rm -rf" && parts.iter().any(is_rm_rf) {
-            return Some(pat);
-        }
+    // `rm -rf` comes first in the list: its per-part spelling check first.
+    if parts.iter().any(is_rm_rf) {
+        return Some(DANGEROUS_COMMANDS[0]);
     }
-    None
+    first_pattern_hit(&texts).map(|i| DANGEROUS_COMMANDS[i])
 }

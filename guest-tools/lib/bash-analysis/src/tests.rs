@@ -1,7 +1,7 @@
 //! Conformance cases of spec §14.1–14.8 (Bash parts), table-driven.
 
 use super::*;
-use crate::parse::analyse;
+use crate::parse::{Place, analyse, analyse_with};
 
 pub(crate) fn ctx(mode: Mode) -> Context {
     Context { mode, working_dirs: vec!["/tmp/project".into()], cwd: "/tmp/project".into(), home: "/home/user".into() }
@@ -457,8 +457,9 @@ fn s14_8_read_only() {
 }
 
 fn targets(cmd: &str) -> Vec<String> {
-    let a = analyse(cmd, "/w", "/home/user");
-    a.parts.iter().flat_map(|p| paths::part_targets(p, "/home/user")).map(|t| t.display).collect()
+    let a = analyse(cmd);
+    let at = Place { cwd: "/w", home: "/home/user" };
+    a.parts.iter().flat_map(|p| paths::part_targets(p, &at)).map(|t| t.display).collect()
 }
 
 #[test]
@@ -502,7 +503,7 @@ fn s14_8_sed() {
     let lists =
         DangerLists { files: vec![".env".into(), "config.json".into(), "secrets.yaml".into()], directories: vec![] };
     let sed = |cmd: &str| -> Option<String> {
-        let a = analyse(cmd, "/w", "/h");
+        let a = analyse(cmd);
         let p = a.parts.first()?;
         let args: Vec<&str> = p.words[1..].iter().map(|w| w.text()).collect();
         check_sed_args(&args, &lists)
@@ -545,7 +546,7 @@ fn s14_8_sed() {
 
 #[test]
 fn s14_8_injection() {
-    let kind = |cmd: &str| analyse(cmd, "/", "/").dynamic;
+    let kind = |cmd: &str| analyse(cmd).dynamic;
     for (cmd, want) in [
         ("echo $(whoami)", Some("command_substitution")),
         ("echo `whoami`", Some("command_substitution")),
@@ -581,7 +582,7 @@ fn s14_8_injection() {
 #[test]
 fn s14_8_dangerous_patterns() {
     let pat = |cmd: &str| {
-        let a = analyse(cmd, "/", "/");
+        let a = analyse(cmd);
         patterns::dangerous_pattern(cmd, &a.parts)
     };
     assert_eq!(pat("rm -rf /tmp/test"), Some("rm -rf"));
@@ -598,4 +599,67 @@ fn s14_8_dangerous_patterns() {
     for cmd in ["rm -fr x", "rm -r -f x", "rm -Rf x", "rm --recursive --force x", "/bin/rm -rf x", "command rm -rf x"] {
         assert_eq!(pat(cmd), Some("rm -rf"), "{cmd}");
     }
+}
+
+/// Tokens for the shortcut test: plain words, assignment-like words (valid
+/// and not), reserved words, and the programs whose arguments are scripts.
+fn plain_token() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    prop_oneof![
+        "[a-zA-Z0-9_./,:+@%=-]{1,8}",
+        "[A-Za-z_][A-Za-z0-9_]{0,3}\\+?=[a-z0-9=/.-]{0,4}",
+        "[0-9][A-Za-z]{0,2}=[a-z]{0,2}",
+        proptest::sample::select(vec![
+            "if", "then", "fi", "for", "in", "do", "done", "while", "until", "case", "esac", "time", "function",
+            "select", "coproc", "elif", "else", "sh", "bash", "-c", "eval", "env", "-S", "cd", "..", "/", "rm", "-rf",
+            "sudo", "command", "exec", "xargs", "git", "status", "export", "declare", "local",
+        ])
+        .prop_map(str::to_string),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, ..Default::default() })]
+
+    /// The plain-command shortcut gives exactly the analysis brush-parser's
+    /// grammar gives, whatever the words and blanks.
+    #[test]
+    fn plain_commands_analyse_as_parsed(
+        tokens in proptest::collection::vec(plain_token(), 1..7),
+        seps in proptest::collection::vec(proptest::sample::select(vec![" ", "\t", "  ", " \t "]), 7),
+        lead in proptest::sample::select(vec!["", " ", "\t"]),
+    ) {
+        let mut cmd = lead.to_string();
+        for (t, s) in tokens.iter().zip(&seps) {
+            cmd.push_str(t);
+            cmd.push_str(s);
+        }
+        proptest::prop_assert_eq!(analyse_with(&cmd, true), analyse_with(&cmd, false), "{:?}", cmd);
+    }
+}
+
+#[test]
+fn rm_rf_is_the_first_pattern() {
+    // `patterns::dangerous_pattern` checks the spelled-out forms of the
+    // first pattern before the others.
+    assert_eq!(DANGEROUS_COMMANDS[0], "rm -rf");
+}
+
+#[test]
+fn cd_trail_resolves_against_any_working_directory() {
+    let dirs = |cmd: &str, cwd: &str| -> Vec<Option<String>> {
+        let at = Place { cwd, home: "/home/u" };
+        analyse(cmd).parts.iter().map(|p| p.dir(&at).map(|d| d.into_owned())).collect()
+    };
+    let known = |v: &[&str]| -> Vec<Option<String>> { v.iter().map(|s| Some(s.to_string())).collect() };
+    // One analysis, several working directories.
+    assert_eq!(dirs("cd sub && touch f", "/w"), known(&["/w", "/w/sub"]));
+    assert_eq!(dirs("cd sub && touch f", "/x"), known(&["/x", "/x/sub"]));
+    assert_eq!(dirs("cd && touch f", "/w"), known(&["/w", "/home/u"]));
+    assert_eq!(dirs("cd ~/p/.. && cd q && touch f", "/w"), known(&["/w", "/home/u", "/home/u/q"]));
+    // `cd -` goes to $OLDPWD, a dynamic target or `popd` to somewhere unknown...
+    assert_eq!(dirs("cd - && touch f", "/w")[1], None);
+    assert_eq!(dirs("cd $X; touch f", "/w")[1], None);
+    // ...until an absolute `cd` makes it known again.
+    assert_eq!(dirs("popd; cd /etc; touch f", "/w"), vec![Some("/w".into()), None, Some("/etc".into())]);
 }
