@@ -127,7 +127,7 @@ pub fn check_read_only(command: &str) -> bool {
         return false;
     }
     let a = analyse(command);
-    injection_risk(&a).is_none() && !a.parts.is_empty() && a.parts.iter().all(readonly::part_is_read_only)
+    injection_risk(&a).is_none() && a.all_read_only()
 }
 
 /// `check_permissions` (spec §5.3): the layers in reference order, each
@@ -153,7 +153,7 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
             "Safety check: command contains dynamic expansion that cannot be statically analyzed",
         );
     }
-    if !a.parts.is_empty() && a.parts.iter().all(readonly::part_is_read_only) {
+    if a.all_read_only() {
         return verdict(
             Behavior::Allow,
             "Permission granted for read-only command".into(),
@@ -226,8 +226,8 @@ fn fs_auto_allow(a: &Analysis, ctx: &Context) -> Option<String> {
     let at = Place { cwd: &ctx.cwd, home: &ctx.home };
     let mut base: Option<String> = None;
     let mut any_target = false;
-    for part in &a.parts {
-        if readonly::part_is_read_only(part) {
+    for (part, &read_only) in a.parts.iter().zip(a.read_only_parts()) {
+        if read_only {
             continue;
         }
         let (name, targets) = paths::fs_edit_targets(part, &at)?;
@@ -318,8 +318,8 @@ pub fn match_rules(kind: RuleKind, rule_contents: &[String], command: &str) -> O
             let find = |text: &str| rule_contents.iter().position(|r| r.is_empty() || match_rule_text(r, text));
             let mut used: Option<usize> = None;
             let mut any_strict = false;
-            for p in &a.parts {
-                if readonly::part_is_read_only(p) {
+            for (p, &read_only) in a.parts.iter().zip(a.read_only_parts()) {
+                if read_only {
                     continue;
                 }
                 any_strict = true;

@@ -139,6 +139,21 @@ pub(crate) struct Analysis {
     pub dynamic: Option<&'static str>,
     /// The command (or a nested script) could not be parsed.
     pub parse_error: bool,
+    /// [`crate::readonly::part_is_read_only`] of each part, computed once:
+    /// every permission function of a decision asks.
+    read_only: std::cell::OnceCell<Vec<bool>>,
+}
+
+impl Analysis {
+    /// Whether each part, in order, is read-only on its own.
+    pub fn read_only_parts(&self) -> &[bool] {
+        self.read_only.get_or_init(|| self.parts.iter().map(crate::readonly::part_is_read_only).collect())
+    }
+
+    /// Whether there are parts and every one is read-only.
+    pub fn all_read_only(&self) -> bool {
+        !self.parts.is_empty() && self.read_only_parts().iter().all(|&r| r)
+    }
 }
 
 /// How many analyses are kept (most recent first). One
