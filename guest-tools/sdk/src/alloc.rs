@@ -35,14 +35,11 @@ fn class_of(layout: Layout) -> Option<usize> {
     if layout.align() > ALIGN || size > MAX_SMALL {
         return None;
     }
-    Some(if size <= 256 {
-        (size - 1) / ALIGN
-    } else if size <= 512 {
-        16
-    } else if size <= 1024 {
-        17
-    } else {
-        18
+    Some(match size {
+        ..=256 => (size - 1) / ALIGN,
+        ..=512 => 16,
+        ..=1024 => 17,
+        _ => 18,
     })
 }
 
