@@ -36,7 +36,6 @@
 //! export_tool!(Shout);
 //! ```
 
-pub mod alloc;
 pub mod bindings;
 pub mod middleware;
 pub mod middleware_bindings;
@@ -373,10 +372,3 @@ macro_rules! export_tool {
         $crate::bindings::__export_tool_component!(__ToolhostExport with_types_in $crate::bindings);
     };
 }
-
-/// The SDK's allocator for single-threaded wasm guests (see [`alloc`]);
-/// turn off the `size-class-alloc` feature to keep the default one or to
-/// install your own.
-#[cfg(all(feature = "size-class-alloc", target_family = "wasm", not(target_feature = "atomics")))]
-#[global_allocator]
-static ALLOCATOR: alloc::SizeClassAlloc<std::alloc::System> = alloc::SizeClassAlloc::new(std::alloc::System);
