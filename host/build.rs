@@ -1,5 +1,6 @@
 //! Builds the built-in tools in `guest-tools/` for `wasm32-wasip2` and
-//! generates `builtins.rs`, which embeds each `tool_*.wasm` in the binary.
+//! generates `builtins.rs`, which embeds each `tool_*.wasm` in the binary
+//! together with its tool name (looked up in `TOOL_NAMES`, host/src/builtin.rs).
 //!
 //! The guests live in their own workspace (they need another target and a
 //! release profile even for a debug host) and build into
@@ -67,9 +68,13 @@ fn write_builtins(wasm_dir: &Path) {
         })
         .unwrap_or_default();
     tools.sort();
+    // `Builtin` and `tool_name` are in host/src/builtin.rs, which includes
+    // this file. `tool_name` is evaluated at compile time: a guest crate with
+    // no tool name in its `TOOL_NAMES` stops the build.
     let mut out = String::from(
-        "/// The embedded built-in tool components: (crate name, component bytes, SHA-256).\n\
-         pub static BUILTINS: &[(&str, &[u8], &str)] = &[\n",
+        "/// The embedded built-in tools, sorted by crate name, each with the tool\n\
+         /// name it is registered under.\n\
+         pub static BUILTINS: &[Builtin] = &[\n",
     );
     for (name, path) in &tools {
         let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
@@ -78,7 +83,10 @@ fn write_builtins(wasm_dir: &Path) {
                 .iter()
                 .map(|b| format!("{b:02x}"))
                 .collect();
-        out.push_str(&format!("    ({name:?}, include_bytes!({:?}), {digest:?}),\n", path.display().to_string()));
+        out.push_str(&format!(
+            "    Builtin {{ name: tool_name({name:?}), crate_name: {name:?}, bytes: include_bytes!({:?}), sha256: {digest:?} }},\n",
+            path.display().to_string()
+        ));
     }
     out.push_str("];\n");
     let dest = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("builtins.rs");

@@ -53,7 +53,9 @@ impl Toolhost {
     pub async fn run_batch(&self, calls: Vec<CallRequest>, answer: Answerer) -> Vec<BatchResult> {
         let mut runs: Vec<Run> = Vec::new();
         for call in calls {
-            let concurrent = self.describe(&call.tool).is_none_or(|t| t.concurrency_safe);
+            // Looking the tool up loads it if need be; one that cannot be
+            // loaded fails at once, like an unknown one.
+            let concurrent = self.tool(&call.tool).await.map_or(true, |t| t.info.concurrency_safe);
             match runs.last_mut() {
                 Some(run) if run.concurrent && concurrent => run.calls.push(call),
                 _ => runs.push(Run { concurrent, calls: vec![call] }),

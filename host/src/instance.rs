@@ -39,6 +39,11 @@ pub struct ToolInstance {
     /// again (a trapped component instance refuses re-entry; a timed-out one
     /// was abandoned mid-call).
     failed: bool,
+    /// The last permission context and its WIT form: an instance that checks
+    /// many calls (`toolhost check --batch`) usually gets the same context
+    /// every time, and converting it (the tool configuration as JSON text)
+    /// costs more than comparing it.
+    last_context: Option<(permission::Context, wit::PermissionContext)>,
 }
 
 /// Why a guest entry failed.
@@ -55,7 +60,7 @@ impl ToolInstance {
         let name = setup.tool.to_string();
         let mut store = new_store(runtime, CallState::new(setup));
         let bindings = pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating {name}: {e:#}"))?;
-        Ok(Self { store, bindings: Arc::new(bindings), name, failed: false })
+        Ok(Self { store, bindings: Arc::new(bindings), name, failed: false, last_context: None })
     }
 
     /// Instantiates a freshly loaded component with no grants and asks it
@@ -201,6 +206,46 @@ fn context(ctx: &permission::Context) -> wit::PermissionContext {
     }
 }
 
+/// The WIT form of `ctx`, converted only when it differs from the last one
+/// (`cache`).
+fn cached_context<'a>(
+    cache: &'a mut Option<(permission::Context, wit::PermissionContext)>,
+    ctx: &permission::Context,
+) -> &'a wit::PermissionContext {
+    let fresh = match cache {
+        Some((last, _)) => !same_context(last, ctx),
+        None => true,
+    };
+    if fresh {
+        *cache = None;
+    }
+    &cache.get_or_insert_with(|| (ctx.clone(), context(ctx))).1
+}
+
+/// Whether two contexts convert to the same WIT record: equal, with the
+/// tool configurations' keys in the same order too (their JSON text is
+/// what the guest gets).
+fn same_context(a: &permission::Context, b: &permission::Context) -> bool {
+    a.mode == b.mode
+        && a.working_dirs == b.working_dirs
+        && a.cwd == b.cwd
+        && a.home == b.home
+        && same_json(&a.tool_config, &b.tool_config)
+}
+
+/// Equality of JSON values that also requires object keys in the same
+/// order (`serde_json`'s `==` ignores the order).
+fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len() && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| ka == kb && same_json(va, vb))
+        }
+        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_json(a, b)),
+        _ => a == b,
+    }
+}
+
 impl PolicyTool for ToolInstance {
     fn name(&self) -> &str {
         &self.name
@@ -213,8 +258,8 @@ impl PolicyTool for ToolInstance {
 
     async fn check_permissions(&mut self, input: &str, ctx: &permission::Context) -> anyhow::Result<ToolVerdict> {
         let bindings = self.bindings.clone();
-        let ctx = context(ctx);
-        let d = enter!(self, |s| bindings.toolhost_tool_tool().call_check_permissions(s, input, &ctx))?;
+        let ctx = cached_context(&mut self.last_context, ctx);
+        let d = enter!(self, |s| bindings.toolhost_tool_tool().call_check_permissions(s, input, ctx))?;
         Ok(ToolVerdict {
             behavior: behavior_from_wit(d.behavior),
             message: d.message,
@@ -231,16 +276,16 @@ impl PolicyTool for ToolInstance {
         ctx: &permission::Context,
     ) -> anyhow::Result<Option<usize>> {
         let bindings = self.bindings.clone();
-        let ctx = context(ctx);
+        let ctx = cached_context(&mut self.last_context, ctx);
         let b = behavior_to_wit(behavior);
-        let index = enter!(self, |s| bindings.toolhost_tool_tool().call_match_rule(s, b, contents, input, &ctx))?;
+        let index = enter!(self, |s| bindings.toolhost_tool_tool().call_match_rule(s, b, contents, input, ctx))?;
         Ok(index.map(|i| i as usize))
     }
 
     async fn suggestions(&mut self, input: &str, ctx: &permission::Context) -> anyhow::Result<Vec<Rule>> {
         let bindings = self.bindings.clone();
-        let ctx = context(ctx);
-        let rules = enter!(self, |s| bindings.toolhost_tool_tool().call_generate_suggestions(s, input, &ctx))?;
+        let ctx = cached_context(&mut self.last_context, ctx);
+        let rules = enter!(self, |s| bindings.toolhost_tool_tool().call_generate_suggestions(s, input, ctx))?;
         Ok(rules
             .into_iter()
             .map(|r| Rule { tool: r.tool_name, content: r.rule_content, behavior: behavior_from_wit(r.behavior) })

@@ -17,6 +17,7 @@ pub mod function;
 pub mod instance;
 pub mod middleware;
 pub mod permission;
+mod registry;
 pub mod response;
 pub mod runtime;
 pub mod settings;
@@ -29,4 +30,5 @@ pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer,
 pub use function::FunctionTool;
 pub use middleware::NativeMiddleware;
 pub use runtime::bindings::wit_types::ToolError;
+pub use tool::LookupError;
 pub use toolhost::{CallRequest, ExternalResult, Toolhost, ToolhostBuilder, tool_error_text};

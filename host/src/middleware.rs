@@ -783,7 +783,7 @@ impl Toolhost {
                 }
             }
         }
-        if tool != EVERY_TOOL && self.describe(tool).is_none() {
+        if tool != EVERY_TOOL && !self.is_registered(tool) {
             tracing::warn!("middleware attached to '{tool}', which is not loaded (yet)");
         }
         self.middleware_registry()

@@ -140,6 +140,33 @@ pub enum LoadError {
         /// Where the loaded one came from.
         existing: String,
     },
+    /// A built-in's metadata reports a name other than the one it is
+    /// registered under ([`crate::builtin::TOOL_NAMES`]).
+    #[error(
+        "built-in tool {registered} (guest crate tool-{crate_name}) reports the name '{reported}' in its metadata, but it is registered as '{registered}' by TOOL_NAMES in host/src/builtin.rs; make the two agree and rebuild toolhost"
+    )]
+    BuiltinNameMismatch {
+        /// The name it is registered under.
+        registered: String,
+        /// Its guest crate, without the `tool-` prefix.
+        crate_name: String,
+        /// The name its metadata reports.
+        reported: String,
+    },
+}
+
+/// Why a tool could not be had by name: it is not registered, or it is but
+/// loading it failed (a built-in loads the first time it is needed).
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    /// No tool of that name is registered.
+    #[error("The tool named '{0}' doesn't exist. Run `toolhost list` to see the loaded tools.")]
+    Unknown(String),
+    /// It is registered, but loading it failed; the error names the tool
+    /// and the cause. Other tools are not affected, and the next use tries
+    /// to load it again.
+    #[error(transparent)]
+    Load(#[from] LoadError),
 }
 
 /// A tool ready to be instantiated for calls.

@@ -6,6 +6,16 @@
 //! chunks streamed and accumulated into the final response.
 //!
 //! Nothing runs guest code before the input has been parsed and validated.
+//!
+//! **Loading.** Every tool is registered by name at once; the built-ins are
+//! registered *not yet loaded* and each is loaded (compiled through the
+//! cache, asked for its metadata, its name checked) the first time anything
+//! needs it: a call, a check, an instance, [`Toolhost::describe`], or
+//! [`Toolhost::list`] (which loads every tool, the missing ones in
+//! parallel). Start-up therefore pays for no built-in it does not use.
+//! [`Toolhost::names`], [`Toolhost::is_registered`],
+//! [`Toolhost::is_loaded`], [`Toolhost::unload`] and
+//! [`Toolhost::rules_for_unknown_tools`] never load anything.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,12 +30,13 @@ use crate::capability::{Grants, Policy};
 use crate::events::{CallEvent, CallStream, ExternalCall, PermissionAnswer, PermissionRequest};
 use crate::function::CallableTool;
 use crate::permission::{self, Behavior, Decision, Mode, Rule, RuleSet};
+use crate::registry::ToolEntry;
 use crate::response::{Chunk, ResultState, ToolResponse};
 use crate::runtime::bindings::wit_types::ToolError;
 use crate::runtime::{Runtime, RuntimeOptions};
 use crate::settings::Settings;
 use crate::state::AgentState;
-use crate::tool::{LoadError, LoadedTool, Origin, ToolInfo, load_component, load_component_with_hash, validate_input};
+use crate::tool::{LoadError, LoadedTool, LookupError, Origin, ToolInfo, load_component, validate_input};
 
 /// One call to make.
 #[derive(Debug, Clone)]
@@ -103,7 +114,8 @@ impl ToolhostBuilder {
         self
     }
 
-    /// Starts the runtime and loads the built-ins and the configured plugins.
+    /// Starts the runtime, registers the built-ins (each loads on first
+    /// use) and loads the configured plugins and middleware.
     pub async fn build(self) -> Result<Toolhost> {
         let settings = self.settings;
         let working_dirs = settings.working_dirs()?;
@@ -143,7 +155,7 @@ impl ToolhostBuilder {
             }),
         };
         if host.inner.settings.builtins {
-            host.load_builtins().await?;
+            host.register_builtins()?;
         }
         for plugin in host.inner.settings.plugins.clone() {
             host.load_file(&plugin).await?;
@@ -158,7 +170,9 @@ impl ToolhostBuilder {
 
 struct Inner {
     runtime: Runtime,
-    tools: RwLock<BTreeMap<String, Arc<LoadedTool>>>,
+    /// Every registered tool by name, loaded or not yet loaded. Readers
+    /// clone an entry out and drop the lock before loading it.
+    tools: RwLock<BTreeMap<String, ToolEntry>>,
     /// Replaced (not mutated) when a rule is remembered, so a call takes a
     /// cheap snapshot.
     rules: RwLock<Arc<RuleSet>>,
@@ -204,12 +218,11 @@ impl Toolhost {
         &self.inner.state
     }
 
-    async fn load_builtins(&self) -> Result<()> {
-        for (name, bytes, sha256) in crate::builtin::BUILTINS {
-            let label = format!("built-in {name}");
-            let report =
-                load_component_with_hash(&self.inner.runtime, bytes, Origin::Builtin, &label, Some(sha256)).await?;
-            self.insert_loaded(report.tool, &label)?;
+    /// Registers every built-in under its tool name, none of them loaded.
+    fn register_builtins(&self) -> Result<(), LoadError> {
+        for builtin in crate::builtin::BUILTINS {
+            let label = format!("built-in tool {}", builtin.name);
+            self.register(builtin.name, ToolEntry::builtin(builtin), &label)?;
         }
         Ok(())
     }
@@ -244,42 +257,129 @@ impl Toolhost {
     /// Adds a loaded tool (component or native function) under its name.
     pub(crate) fn insert_loaded(&self, tool: LoadedTool, label: &str) -> Result<ToolInfo, LoadError> {
         let info = tool.info.clone();
+        self.register(&info.name, ToolEntry::Loaded(Arc::new(tool)), label)?;
+        Ok(info)
+    }
+
+    /// Registers `entry` as `name`, unless that name is taken (by a loaded
+    /// tool or a not-yet-loaded one: a name conflict never loads anything).
+    fn register(&self, name: &str, entry: ToolEntry, label: &str) -> Result<(), LoadError> {
         let mut tools = self.inner.tools.write().unwrap_or_else(|p| p.into_inner());
-        if let Some(existing) = tools.get(&info.name) {
+        if let Some(existing) = tools.get(name) {
             return Err(LoadError::NameTaken {
                 source_name: label.to_string(),
-                name: info.name.clone(),
-                existing: match &existing.info.origin {
+                name: name.to_string(),
+                existing: match existing.origin() {
                     Origin::Builtin => "the built-in tools".to_string(),
                     Origin::File(p) => p.display().to_string(),
                     Origin::Native => "a function registered from Rust".to_string(),
                 },
             });
         }
-        tools.insert(info.name.clone(), Arc::new(tool));
-        Ok(info)
+        tools.insert(name.to_string(), entry);
+        Ok(())
     }
 
-    /// Removes a tool; returns whether it was loaded.
+    /// Removes a tool, loaded or not yet loaded (nothing is loaded to remove
+    /// it); returns whether it was registered.
     pub fn unload(&self, name: &str) -> bool {
         self.inner.tools.write().unwrap_or_else(|p| p.into_inner()).remove(name).is_some()
     }
 
-    /// Every loaded tool, sorted by name.
-    pub fn list(&self) -> Vec<ToolInfo> {
-        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).values().map(|t| t.info.clone()).collect()
+    /// Every registered tool's name, sorted, without loading any of them.
+    pub fn names(&self) -> Vec<String> {
+        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect()
     }
 
-    /// One tool's metadata.
-    pub fn describe(&self, name: &str) -> Option<ToolInfo> {
-        self.tool(name).map(|t| t.info.clone())
+    /// Whether a tool named `name` is registered (loaded or not). Loads
+    /// nothing.
+    pub fn is_registered(&self, name: &str) -> bool {
+        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).contains_key(name)
     }
 
-    fn tool(&self, name: &str) -> Option<Arc<LoadedTool>> {
-        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
+    /// Whether `name` is registered *and loaded*. A built-in is registered
+    /// at start-up but loaded only when first needed (a call, a check, an
+    /// instance, [`Toolhost::describe`] or [`Toolhost::list`]); plugins and
+    /// function tools are loaded when registered. Loads nothing: this is how
+    /// to observe (and test) that start-up loaded no built-in.
+    pub fn is_loaded(&self, name: &str) -> bool {
+        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).get(name).is_some_and(ToolEntry::is_loaded)
     }
 
-    /// Rules configured for tools that are not loaded (worth a warning).
+    /// Every tool's metadata, sorted by name. Loads the tools not loaded yet
+    /// (in parallel when the runtime has several worker threads). When one
+    /// cannot be loaded, every other one is still loaded, and the error is
+    /// that of the first failing tool by name (it names the tool and the
+    /// cause); the failed one is tried again on its next use.
+    pub async fn list(&self) -> Result<Vec<ToolInfo>, LoadError> {
+        let entries: Vec<ToolEntry> =
+            self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        let mut infos = Vec::with_capacity(entries.len());
+        for loaded in self.load_entries(entries).await {
+            infos.push(loaded?.info.clone());
+        }
+        Ok(infos)
+    }
+
+    /// Loads every one of `entries` not loaded yet and returns the results
+    /// in the same order: in parallel, each load a task, when several are
+    /// pending and the runtime has several worker threads; otherwise one by
+    /// one in this task.
+    async fn load_entries(&self, entries: Vec<ToolEntry>) -> Vec<Result<Arc<LoadedTool>, LoadError>> {
+        enum Slot {
+            Entry(ToolEntry),
+            Task(ToolEntry, tokio::task::JoinHandle<Result<Arc<LoadedTool>, LoadError>>),
+        }
+        let pending = entries.iter().filter(|e| !e.is_loaded()).count();
+        let parallel = pending > 1
+            && tokio::runtime::Handle::try_current().is_ok_and(|h| {
+                h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread && h.metrics().num_workers() > 1
+            });
+        let slots: Vec<Slot> = entries
+            .into_iter()
+            .map(|entry| {
+                if !parallel || entry.is_loaded() {
+                    return Slot::Entry(entry);
+                }
+                let (host, task_entry) = (self.clone(), entry.clone());
+                Slot::Task(entry, tokio::spawn(async move { task_entry.get(&host.inner.runtime).await }))
+            })
+            .collect();
+        let mut results = Vec::with_capacity(slots.len());
+        for slot in slots {
+            results.push(match slot {
+                Slot::Entry(entry) => entry.get(&self.inner.runtime).await,
+                Slot::Task(entry, task) => match task.await {
+                    Ok(loaded) => loaded,
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    // Cancelled (the runtime is shutting down): load it here.
+                    Err(_) => entry.get(&self.inner.runtime).await,
+                },
+            });
+        }
+        results
+    }
+
+    /// One tool's metadata, loading the tool if it is not loaded yet.
+    pub async fn describe(&self, name: &str) -> Result<ToolInfo, LookupError> {
+        Ok(self.tool(name).await?.info.clone())
+    }
+
+    /// The loaded tool named `name`, loading it on first use.
+    pub(crate) async fn tool(&self, name: &str) -> Result<Arc<LoadedTool>, LookupError> {
+        let entry = self
+            .inner
+            .tools
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+            .ok_or_else(|| LookupError::Unknown(name.to_string()))?;
+        Ok(entry.get(&self.inner.runtime).await?)
+    }
+
+    /// Rules configured for tools that are not registered (worth a
+    /// warning). Loads nothing.
     pub fn rules_for_unknown_tools(&self) -> Vec<String> {
         let rules = self.inner.rules.read().unwrap_or_else(|p| p.into_inner());
         let tools = self.inner.tools.read().unwrap_or_else(|p| p.into_inner());
@@ -343,14 +443,15 @@ impl Toolhost {
         Ok(())
     }
 
-    /// A fresh instance of `tool`, for a call or a check.
+    /// A fresh instance of `tool` (loading the tool on first use), for a
+    /// call or a check.
     pub async fn instantiate(
         &self,
         tool: &str,
         session: Option<Arc<AgentState>>,
         output: mpsc::Sender<Chunk>,
     ) -> Result<CallableTool> {
-        let loaded = self.tool(tool).with_context(|| unknown_tool(tool))?;
+        let loaded = self.tool(tool).await?;
         self.instantiate_loaded(&loaded, session, output).await
     }
 
@@ -377,10 +478,10 @@ impl Toolhost {
         ctx: &permission::Context,
         rules: &RuleSet,
     ) -> Result<Decision> {
-        let loaded = self.tool(tool).with_context(|| unknown_tool(tool))?;
+        let loaded = self.tool(tool).await?;
         validate_input(&loaded, input).map_err(anyhow::Error::msg)?;
         let (tx, _rx) = mpsc::channel(1);
-        let mut instance = self.instantiate(tool, None, tx).await?;
+        let mut instance = self.instantiate_loaded(&loaded, None, tx).await?;
         Ok(permission::evaluate(&mut instance, &input.to_string(), ctx, rules).await)
     }
 
@@ -412,8 +513,12 @@ impl Toolhost {
             let _ = events.send(CallEvent::Chunk(chunk.clone())).await;
             Some(ToolResponse::from_chunk(&request.id, chunk))
         };
-        let Some(loaded) = self.tool(&request.tool) else {
-            return fail(format!("ToolNotFoundError: {}", unknown_tool(&request.tool))).await;
+        let loaded = match self.tool(&request.tool).await {
+            Ok(loaded) => loaded,
+            Err(LookupError::Unknown(_)) => {
+                return fail(format!("ToolNotFoundError: {}", unknown_tool(&request.tool))).await;
+            }
+            Err(LookupError::Load(e)) => return fail(format!("could not load tool '{}': {e}", request.tool)).await,
         };
         let input: serde_json::Value = match serde_json::from_str(&request.input) {
             Ok(v) => v,
@@ -424,7 +529,7 @@ impl Toolhost {
         }
         let input_text = input.to_string();
         let (out_tx, mut out_rx) = mpsc::channel::<Chunk>(32);
-        let mut instance = match self.instantiate(&request.tool, request.session.clone(), out_tx.clone()).await {
+        let mut instance = match self.instantiate_loaded(&loaded, request.session.clone(), out_tx.clone()).await {
             Ok(i) => i,
             Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
         };
@@ -538,7 +643,7 @@ impl Toolhost {
 }
 
 fn unknown_tool(name: &str) -> String {
-    format!("The tool named '{name}' doesn't exist. Run `toolhost list` to see the loaded tools.")
+    LookupError::Unknown(name.to_string()).to_string()
 }
 
 fn denied(id: &str, message: String) -> ToolResponse {
@@ -576,3 +681,6 @@ fn context_dirs(working_dirs: &[PathBuf]) -> Vec<String> {
     }
     dirs
 }
+
+#[cfg(test)]
+mod tests;

@@ -128,7 +128,7 @@ async fn file_tools_are_loaded_with_the_reference_flags() {
         ("Glob", true, false),
         ("Grep", true, false),
     ] {
-        let info = env.host.describe(name).unwrap_or_else(|| panic!("{name} is a built-in"));
+        let info = env.host.describe(name).await.unwrap_or_else(|e| panic!("{name} is a built-in: {e}"));
         assert_eq!(
             (info.read_only, info.concurrency_safe, info.state_injected),
             (read_only, read_only, state),

@@ -54,7 +54,7 @@ async fn greet_schema_and_metadata_come_from_the_function() {
     s.builtins = false;
     s.plugins.push(example("greet"));
     let host = scratch.host(s).await;
-    let info = host.describe("Greet").unwrap();
+    let info = host.describe("Greet").await.unwrap();
     assert_eq!(info.description, "Greets someone by name.");
     assert!(info.concurrency_safe && !info.read_only);
     assert_eq!(
@@ -111,7 +111,7 @@ async fn native_function_tools_go_through_the_whole_pipeline() {
     let calls = Arc::new(AtomicU32::new(0));
     let info = host.register_function(add_tool(calls.clone())).unwrap();
     assert_eq!(info.name, "Add");
-    assert!(host.list().iter().any(|t| t.name == "Add"));
+    assert!(host.list().await.unwrap().iter().any(|t| t.name == "Add"));
 
     // Default mode: asks; denying never runs it.
     let r = call(&host, "Add", json!({"a": 1, "b": 2}), PermissionAnswer::Deny).await;

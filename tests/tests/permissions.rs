@@ -76,6 +76,62 @@ fn check_batch_answers_every_line_in_order_in_the_documented_shape() {
     assert!(answers[7]["error"].as_str().unwrap().contains("bogus"));
 }
 
+fn batch_process(scratch: &Scratch) -> std::process::Child {
+    let mut cmd = std::process::Command::new(toolhost_e2e::toolhost_bin());
+    cmd.current_dir(scratch.work())
+        .arg("--cache-dir")
+        .arg(toolhost_e2e::root().join("target/test-cache"))
+        .args(["check", "--batch"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    cmd.spawn().expect("toolhost check --batch")
+}
+
+#[test]
+fn check_batch_answers_a_driver_that_waits_for_each_answer() {
+    use std::io::{BufRead, Write};
+    let scratch = Scratch::new();
+    let mut child = batch_process(&scratch);
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    // The driver writes one line and waits for its answer before the next:
+    // with the answer held back, this would hang (the test would time out).
+    for (id, command) in ["ls", "git push", "rm -rf /", "cat a | grep b"].into_iter().enumerate() {
+        writeln!(stdin, "{}", json!({"id": id, "tool": "Bash", "input": {"command": command}})).expect("write");
+        stdin.flush().expect("flush");
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("an answer");
+        let answer: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert_eq!(answer["id"], json!(id), "{answer}");
+        assert!(answer["behavior"].is_string(), "{answer}");
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+}
+
+#[test]
+fn check_batch_reports_a_read_error_after_the_answers_before_it() {
+    use std::io::Write;
+    let scratch = Scratch::new();
+    let mut child = batch_process(&scratch);
+    let mut input = Vec::new();
+    for id in 0..3 {
+        writeln!(input, "{}", json!({"id": id, "tool": "Bash", "input": {"command": "ls"}})).unwrap();
+    }
+    input.extend_from_slice(b"{\"id\": 3, \"tool\": \"Bash\", \"input\": {\"command\": \"echo \xff\"}}\n");
+    writeln!(input, "{}", json!({"id": 4, "tool": "Bash", "input": {"command": "ls"}})).unwrap();
+    child.stdin.take().expect("stdin").write_all(&input).expect("write");
+    let out = child.wait_with_output().expect("wait");
+    let (stdout, stderr) = text(&out);
+    let ids: Vec<Value> =
+        stdout.lines().map(|l| serde_json::from_str::<Value>(l).expect("a JSON line")["id"].clone()).collect();
+    assert_eq!(ids, [json!(0), json!(1), json!(2)], "{stdout}");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr.contains("reading stdin") && stderr.contains("utf-8"), "{stderr}");
+}
+
 #[test]
 fn check_explains_a_decision_and_bad_settings_are_refused() {
     let scratch = Scratch::new();

@@ -43,10 +43,10 @@ async fn task_tools_are_loaded_with_the_reference_flags() {
     let scratch = Scratch::new();
     let host = host(&scratch).await;
     for name in ["TaskCreate", "TaskGet", "TaskList", "TaskUpdate"] {
-        let info = host.describe(name).unwrap_or_else(|| panic!("{name} is a built-in"));
+        let info = host.describe(name).await.unwrap_or_else(|e| panic!("{name} is a built-in: {e}"));
         assert!(info.concurrency_safe && !info.read_only && info.state_injected && !info.external, "{name}: {info:?}");
     }
-    let ask = host.describe("AskUser").expect("AskUser is a built-in");
+    let ask = host.describe("AskUser").await.expect("AskUser is a built-in");
     assert!(ask.external && ask.read_only && ask.concurrency_safe && !ask.state_injected, "{ask:?}");
     let schema = ask.result_metadata_schema.expect("AskUser declares its result metadata schema");
     assert_eq!(schema["$defs"]["AskUserAnswer"]["required"], json!(["question"]));

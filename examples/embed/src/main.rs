@@ -18,7 +18,8 @@ async fn main() -> Result<()> {
     let mut settings = Settings::default();
     settings.permissions.working_dirs = vec![dir.display().to_string()];
     let host = Toolhost::builder().settings(settings, None).build().await?;
-    println!("loaded: {}", host.list().iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "));
+    // The names are known without loading anything; each built-in loads when first used.
+    println!("tools: {}", host.names().join(", "));
 
     let note = dir.join("toolhost-embed-note.txt");
     let calls = [

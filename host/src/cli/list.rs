@@ -1,6 +1,7 @@
 //! `toolhost list` and `toolhost describe`.
 
 use anyhow::{Result, bail};
+use toolhost::LookupError;
 use toolhost::tool::{Origin, ToolInfo};
 
 use super::args::{DescribeArgs, Global, ListArgs};
@@ -8,7 +9,7 @@ use super::exit;
 
 pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
     let host = global.host().await?;
-    let tools = host.list();
+    let tools = host.list().await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&tools)?);
         return Ok(exit::OK);
@@ -40,9 +41,12 @@ pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
 
 pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
     let host = global.host().await?;
-    let Some(t) = host.describe(&args.tool) else {
-        let names: Vec<String> = host.list().into_iter().map(|t| t.name).collect();
-        bail!("no tool named '{}' is loaded (loaded: {})", args.tool, names.join(", "));
+    let t = match host.describe(&args.tool).await {
+        Ok(t) => t,
+        Err(LookupError::Unknown(_)) => {
+            bail!("no tool named '{}' is loaded (loaded: {})", args.tool, host.names().join(", "))
+        }
+        Err(e) => return Err(e.into()),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&t)?);

@@ -19,14 +19,18 @@
 //! instantiate the tool it names, build the [`Context`] and [`RuleSet`] with
 //! [`CheckRequest::context`] and [`CheckRequest::rule_set`], [`evaluate`],
 //! print [`decision_json`]; [`answer_line`] does all of that given a way to
-//! instantiate tools.
+//! instantiate tools. The batch itself keeps an instance per tool and writes
+//! each answer straight into its output buffer with [`write_answer`] (the
+//! same bytes as [`answer_request`]'s JSON text, without building a
+//! [`Value`] first).
 
+use std::borrow::Cow;
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
-use super::{Context, Decision, Mode, PolicyTool, RuleSet, evaluate};
+use super::{Context, Decision, Mode, PolicyTool, Rule, RuleSet, ToolVerdict, evaluate};
 
 /// The `rules` object of a request: rule texts per behaviour.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -170,6 +174,21 @@ impl CheckRequest {
         }
     }
 
+    /// `base` with the request's overrides applied, borrowed when the
+    /// request overrides nothing (the common case in a batch).
+    fn context_for<'a>(&self, base: &'a Context) -> Cow<'a, Context> {
+        if self.mode.is_none()
+            && self.working_dirs.is_none()
+            && self.cwd.is_none()
+            && self.home.is_none()
+            && self.tool_config.is_none()
+        {
+            Cow::Borrowed(base)
+        } else {
+            Cow::Owned(self.context(base))
+        }
+    }
+
     /// The request's rules when it has a `rules` key, else `base`.
     pub fn rule_set(&self, base: &RuleSet) -> Result<RuleSet, super::RuleSyntaxError> {
         match &self.rules {
@@ -219,6 +238,98 @@ pub fn error_json(id: &Value, msg: &str) -> Value {
     json!({ "id": id, "error": msg })
 }
 
+/// [`decision_json`] serialized straight into `out` (no intermediate
+/// [`Value`]): the same bytes as `decision_json(id, d).to_string()`, without
+/// a line end.
+pub fn write_decision(out: &mut Vec<u8>, id: &Value, d: &Decision) {
+    let line = DecisionLine {
+        id,
+        behavior: d.behavior.as_str(),
+        bypass_immune: d.bypass_immune,
+        source: d.source.as_str(),
+        rule: d.rule.as_deref(),
+        message: &d.message,
+        reason: d.reason.as_deref(),
+        read_only: d.read_only,
+        tool_check: d.tool_check.as_ref().map(VerdictLine),
+        suggested_rules: RuleTexts(&d.suggested_rules),
+    };
+    write_json(out, &line, id);
+}
+
+/// [`error_json`] serialized straight into `out`: the same bytes as
+/// `error_json(id, msg).to_string()`, without a line end.
+pub fn write_error(out: &mut Vec<u8>, id: &Value, msg: &str) {
+    write_json(out, &ErrorLine { id, error: msg }, id);
+}
+
+/// Serializes `line` into `out`. Serializing into memory fails only if a
+/// `Serialize` impl does, which none of these do; should it happen anyway,
+/// the partial output is dropped and the answer becomes an error line (which
+/// cannot fail: strings and a [`Value`]).
+fn write_json(out: &mut Vec<u8>, line: &impl Serialize, id: &Value) {
+    let start = out.len();
+    if let Err(e) = serde_json::to_writer(&mut *out, line) {
+        out.truncate(start);
+        let message = format!("could not write the answer: {e}");
+        let _ = serde_json::to_writer(&mut *out, &ErrorLine { id, error: &message });
+    }
+}
+
+/// The fields of [`decision_json`], in its order.
+#[derive(Serialize)]
+struct DecisionLine<'a> {
+    id: &'a Value,
+    behavior: &'static str,
+    bypass_immune: bool,
+    source: &'static str,
+    rule: Option<&'a str>,
+    message: &'a str,
+    reason: Option<&'a str>,
+    read_only: bool,
+    tool_check: Option<VerdictLine<'a>>,
+    suggested_rules: RuleTexts<'a>,
+}
+
+/// `tool_check` of [`decision_json`]: `{behavior, bypass_immune, message}`.
+struct VerdictLine<'a>(&'a ToolVerdict);
+
+impl Serialize for VerdictLine<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut s = serializer.serialize_struct("ToolCheck", 3)?;
+        s.serialize_field("behavior", self.0.behavior.as_str())?;
+        s.serialize_field("bypass_immune", &self.0.bypass_immune)?;
+        s.serialize_field("message", &self.0.message)?;
+        s.end()
+    }
+}
+
+/// Rules as a list of their texts (`Bash(git:*)`).
+struct RuleTexts<'a>(&'a [Rule]);
+
+impl Serialize for RuleTexts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(RuleText))
+    }
+}
+
+/// One rule as its text.
+struct RuleText<'a>(&'a Rule);
+
+impl Serialize for RuleText<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self.0)
+    }
+}
+
+/// The fields of [`error_json`], in its order.
+#[derive(Serialize)]
+struct ErrorLine<'a> {
+    id: &'a Value,
+    error: &'a str,
+}
+
 /// Answers one request line end to end.
 ///
 /// `resolve` gets the parsed request and returns the tool (a fresh instance
@@ -254,15 +365,40 @@ pub async fn answer_request<T: PolicyTool>(
     base_ctx: &Context,
     base_rules: &RuleSet,
 ) -> Value {
+    match decide_request(req, tool, base_ctx, base_rules).await {
+        Ok(decision) => decision_json(&req.id, &decision),
+        Err(message) => error_json(&req.id, &message),
+    }
+}
+
+/// [`answer_request`] written straight into `out` (the bytes of its answer's
+/// JSON text, without a line end).
+pub async fn write_answer<T: PolicyTool>(
+    out: &mut Vec<u8>,
+    req: &CheckRequest,
+    tool: &mut T,
+    base_ctx: &Context,
+    base_rules: &RuleSet,
+) {
+    match decide_request(req, tool, base_ctx, base_rules).await {
+        Ok(decision) => write_decision(out, &req.id, &decision),
+        Err(message) => write_error(out, &req.id, &message),
+    }
+}
+
+/// The decision for one parsed request, or the message of its error line (a
+/// malformed `rules` key).
+async fn decide_request<T: PolicyTool>(
+    req: &CheckRequest,
+    tool: &mut T,
+    base_ctx: &Context,
+    base_rules: &RuleSet,
+) -> Result<Decision, String> {
     let rules = match &req.rules {
-        Some(_) => match req.rule_set(base_rules) {
-            Ok(rules) => Some(rules),
-            Err(e) => return error_json(&req.id, &e.to_string()),
-        },
+        Some(_) => Some(req.rule_set(base_rules).map_err(|e| e.to_string())?),
         None => None,
     };
     let rules = rules.as_ref().unwrap_or(base_rules);
-    let ctx = req.context(base_ctx);
-    let decision = evaluate(tool, &req.input_text(), &ctx, rules).await;
-    decision_json(&req.id, &decision)
+    let ctx = req.context_for(base_ctx);
+    Ok(evaluate(tool, &req.input_text(), &ctx, rules).await)
 }

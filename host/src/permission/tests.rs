@@ -983,6 +983,83 @@ mod check_tests {
     }
 
     #[test]
+    fn written_lines_are_the_json_lines_byte_for_byte() {
+        use crate::permission::check::{write_decision, write_error};
+        let mut decisions = vec![
+            run(&mut bash(), cmd("npm i"), &ctx(Mode::Default), &rules(&[], &[], &["Bash(npm:*)"])),
+            run(&mut writer("Write"), fp("/home/user/.bashrc"), &ctx(Mode::Default), &RuleSet::new()),
+            run(&mut reader("Read"), fp("/x"), &ctx(Mode::Default), &RuleSet::new()),
+            run(&mut bash(), cmd("git push"), &ctx(Mode::DontAsk), &RuleSet::new()),
+        ];
+        // Text that needs escaping, and every optional part present.
+        decisions.push(Decision {
+            behavior: Ask,
+            message: "quote \" backslash \\ newline \n tab \t nul \u{0} é 😀 \u{2028}".into(),
+            reason: Some("</script> \u{1f}".into()),
+            bypass_immune: true,
+            source: Source::ToolSafetyAsk,
+            rule: Some("Bash(echo \"$(date)\")".into()),
+            read_only: false,
+            tool_check: Some(ToolVerdict::new(Ask, "why\u{7f}\r\n").immune()),
+            suggested_rules: vec![
+                Rule::with_content("Bash", "echo \"x\\y\":*", Allow),
+                Rule::with_content("Bash", "", Allow),
+                Rule::tool_level("Bash", Allow),
+            ],
+        });
+        let ids = [
+            json!(null),
+            json!(1),
+            json!(-7),
+            json!(1.5e300),
+            json!(0.1),
+            json!("a \"b\""),
+            json!(true),
+            json!([1, "x", null]),
+            json!({"z": 1, "a": {"y": [], "b": 2}}),
+        ];
+        for d in &decisions {
+            for id in &ids {
+                let mut out = b"prefix ".to_vec();
+                write_decision(&mut out, id, d);
+                assert_eq!(
+                    String::from_utf8(out).unwrap(),
+                    format!("prefix {}", decision_json(id, d)),
+                    "{d:?} with id {id}"
+                );
+            }
+        }
+        for id in &ids {
+            let mut out = Vec::new();
+            write_error(&mut out, id, "no tool named `X` \"\n");
+            assert_eq!(String::from_utf8(out).unwrap(), error_json(id, "no tool named `X` \"\n").to_string());
+        }
+    }
+
+    #[test]
+    fn written_answers_match_answer_line() {
+        use crate::permission::check::write_answer;
+        let lines = [
+            r#"{"id":1,"tool":"Bash","input":{"command":"git push"}}"#,
+            r#"{"id":2,"tool":"Bash","input":{"command":"git push"},"mode":"explore"}"#,
+            r#"{"id":3,"tool":"Bash","input":{"command":"ls"},"working_dirs":["/w"],"cwd":"/w","home":"/h"}"#,
+            r#"{"id":4,"tool":"Bash","input":{},"rules":{"deny":["Bash(x"]}}"#,
+            r#"{"id":5,"tool":"Bash","input":{"command":"npm i"},"rules":{"ask":["Bash(npm:*)"]}}"#,
+            r#"{"id":6,"tool":"Bash","input":{"command":"npm i"},"tool_config":{"b":1,"a":2}}"#,
+        ];
+        let base = ctx(Mode::Default);
+        let base_rules = rules(&["Bash(git:*)"], &[], &[]);
+        for line in lines {
+            let req = CheckRequest::parse(line).unwrap();
+            let expected =
+                block_on(answer_line(line, async |_: &CheckRequest| Ok((bash(), base.clone(), base_rules.clone()))));
+            let mut out = Vec::new();
+            block_on(write_answer(&mut out, &req, &mut bash(), &base, &base_rules));
+            assert_eq!(String::from_utf8(out).unwrap(), expected.to_string(), "{line}");
+        }
+    }
+
+    #[test]
     fn answer_line_end_to_end() {
         let resolve = async |req: &CheckRequest| -> anyhow::Result<(Fake, Context, RuleSet)> {
             match req.tool.as_str() {

@@ -161,6 +161,11 @@ fn config(options: &RuntimeOptions, pooling: bool) -> Config {
         let memory = usize::try_from(options.limits.max_memory_bytes).unwrap_or(usize::MAX);
         pool.max_memory_size(memory);
         pool.total_component_instances(256);
+        // One async fiber stack per store inside a guest call, so no more
+        // than there are component instances. The default (1000) costs a
+        // guard-page `mprotect` per stack at every engine start (~1000
+        // syscalls and VMA splits, a quarter of a `toolhost check` start-up).
+        pool.total_stacks(256);
         pool.total_core_instances(512);
         pool.total_memories(256);
         pool.total_tables(512);
