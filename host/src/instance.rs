@@ -43,7 +43,7 @@ pub struct ToolInstance {
     /// many calls (`toolhost check --batch`) usually gets the same context
     /// every time, and converting it (the tool configuration as JSON text)
     /// costs more than comparing it.
-    last_context: Option<(permission::Context, wit::PermissionContext)>,
+    last_context: Option<Box<(permission::Context, wit::PermissionContext)>>,
 }
 
 /// Why a guest entry failed.
@@ -209,17 +209,17 @@ fn context(ctx: &permission::Context) -> wit::PermissionContext {
 /// The WIT form of `ctx`, converted only when it differs from the last one
 /// (`cache`).
 fn cached_context<'a>(
-    cache: &'a mut Option<(permission::Context, wit::PermissionContext)>,
+    cache: &'a mut Option<Box<(permission::Context, wit::PermissionContext)>>,
     ctx: &permission::Context,
 ) -> &'a wit::PermissionContext {
-    let fresh = match cache {
+    let fresh = match cache.as_deref() {
         Some((last, _)) => !same_context(last, ctx),
         None => true,
     };
     if fresh {
         *cache = None;
     }
-    &cache.get_or_insert_with(|| (ctx.clone(), context(ctx))).1
+    &cache.get_or_insert_with(|| Box::new((ctx.clone(), context(ctx)))).1
 }
 
 /// Whether two contexts convert to the same WIT record: equal, with the
