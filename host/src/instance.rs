@@ -42,7 +42,7 @@ pub struct ToolInstance {
     /// The last permission context and its WIT form: an instance that checks
     /// many calls (`toolhost check --batch`) usually gets the same context
     /// every time, and converting it (the tool configuration as JSON text)
-    /// costs more than comparing it.
+    /// costs more than comparing it. Boxed: most instances never check.
     last_context: Option<Box<(permission::Context, wit::PermissionContext)>>,
 }
 
