@@ -77,8 +77,10 @@ const fn str_eq(a: &str, b: &str) -> bool {
 // `pub static BUILTINS: &[Builtin]`, sorted by crate name, written by build.rs.
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
-/// The built-in registered as `name`, if any.
-pub fn find(name: &str) -> Option<&'static Builtin> {
+/// The built-in registered as `name`, if any (the registry holds the
+/// built-ins by name; this lookup is for the tests).
+#[cfg(test)]
+pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
     BUILTINS.iter().find(|b| b.name == name)
 }
 

@@ -9,6 +9,27 @@ use toolhost::response::ToolResponse;
 use toolhost::settings::Settings;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 
+/// The `rg` flags AgentScope's Grep builds (spec §6.6) before its mode
+/// flags and the search path: the peer the Grep tool is compared with, in
+/// the conformance tests and the file-tools bench.
+pub const RG_REFERENCE_FLAGS: &[&str] = &[
+    "--hidden",
+    "--glob",
+    "!.git",
+    "--glob",
+    "!.svn",
+    "--glob",
+    "!.hg",
+    "--glob",
+    "!.bzr",
+    "--glob",
+    "!.jj",
+    "--glob",
+    "!.sl",
+    "--max-columns",
+    "500",
+];
+
 /// A component built from `examples/components/<crate>` (crate name with `_`).
 pub fn example(name: &str) -> PathBuf {
     wasm(env!("EXAMPLE_COMPONENTS"), name)

@@ -519,26 +519,10 @@ fn run_rg(args: &[&str], cwd: &Path) -> String {
         .join("\n")
 }
 
-/// The argv the reference builds, minus the search path.
-const RG_BASE: &[&str] = &[
-    "--hidden",
-    "--glob",
-    "!.git",
-    "--glob",
-    "!.svn",
-    "--glob",
-    "!.hg",
-    "--glob",
-    "!.bzr",
-    "--glob",
-    "!.jj",
-    "--glob",
-    "!.sl",
-    "--max-columns",
-    "500",
-    "--sort",
-    "path",
-];
+/// The argv the reference builds, minus the search path, in a stable order.
+fn rg_base() -> Vec<&'static str> {
+    toolhost_e2e::RG_REFERENCE_FLAGS.iter().copied().chain(["--sort", "path"]).collect()
+}
 
 /// A tree with a git repo, ignored files, hidden files, a binary file,
 /// unicode and space names and a long line.
@@ -602,7 +586,7 @@ async fn grep_matches_ripgrep_output() {
         ),
     ];
     for (input, args) in cases {
-        let mut argv: Vec<&str> = RG_BASE.to_vec();
+        let mut argv: Vec<&str> = rg_base();
         argv.extend(args);
         argv.push(&work);
         let expected = run_rg(&argv, &env.work);
@@ -611,14 +595,14 @@ async fn grep_matches_ripgrep_output() {
     }
     // A single file.
     let file = env.p("src/main.rs");
-    let mut argv: Vec<&str> = RG_BASE.to_vec();
+    let mut argv: Vec<&str> = rg_base();
     argv.extend(["-n", "-C", "1", "needle", &file]);
     let got =
         ok(&env.call("Grep", json!({"pattern": "needle", "path": file, "output_mode": "content", "context": 1})).await);
     assert_eq!(got, run_rg(&argv, &env.work));
     // A relative path is shown as given.
     let got = ok(&env.call("Grep", json!({"pattern": "needle", "path": "src"})).await);
-    let mut argv: Vec<&str> = RG_BASE.to_vec();
+    let mut argv: Vec<&str> = rg_base();
     argv.extend(["-l", "needle", "src"]);
     assert_eq!(got, run_rg(&argv, &env.work));
 }
@@ -635,7 +619,7 @@ async fn glob_matches_rg_files_and_find() {
     {
         let got: BTreeSet<String> =
             ok(&env.call("Glob", json!({"pattern": pattern})).await).lines().map(String::from).collect();
-        let mut argv: Vec<&str> = RG_BASE.to_vec();
+        let mut argv: Vec<&str> = rg_base();
         argv.push("--files");
         if let Some(g) = rg_glob {
             argv.extend(["--glob", g]);

@@ -214,22 +214,8 @@ fn json_kind(v: &Value) -> &'static str {
 /// `read_only`, `tool_check` (`{behavior, bypass_immune, message}` or
 /// `null`), `suggested_rules` (rule texts).
 pub fn decision_json(id: &Value, d: &Decision) -> Value {
-    json!({
-        "id": id,
-        "behavior": d.behavior.as_str(),
-        "bypass_immune": d.bypass_immune,
-        "source": d.source.as_str(),
-        "rule": d.rule,
-        "message": d.message,
-        "reason": d.reason,
-        "read_only": d.read_only,
-        "tool_check": d.tool_check.as_ref().map(|v| json!({
-            "behavior": v.behavior.as_str(),
-            "bypass_immune": v.bypass_immune,
-            "message": v.message,
-        })),
-        "suggested_rules": d.suggested_rules.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
-    })
+    serde_json::to_value(DecisionLine::new(id, d))
+        .unwrap_or_else(|e| error_json(id, &format!("could not write the answer: {e}")))
 }
 
 /// The answer line for a request that could not be evaluated:
@@ -242,19 +228,7 @@ pub fn error_json(id: &Value, msg: &str) -> Value {
 /// [`Value`]): the same bytes as `decision_json(id, d).to_string()`, without
 /// a line end.
 pub fn write_decision(out: &mut Vec<u8>, id: &Value, d: &Decision) {
-    let line = DecisionLine {
-        id,
-        behavior: d.behavior.as_str(),
-        bypass_immune: d.bypass_immune,
-        source: d.source.as_str(),
-        rule: d.rule.as_deref(),
-        message: &d.message,
-        reason: d.reason.as_deref(),
-        read_only: d.read_only,
-        tool_check: d.tool_check.as_ref().map(VerdictLine),
-        suggested_rules: RuleTexts(&d.suggested_rules),
-    };
-    write_json(out, &line, id);
+    write_json(out, &DecisionLine::new(id, d), id);
 }
 
 /// [`error_json`] serialized straight into `out`: the same bytes as
@@ -276,7 +250,8 @@ fn write_json(out: &mut Vec<u8>, line: &impl Serialize, id: &Value) {
     }
 }
 
-/// The fields of [`decision_json`], in its order.
+/// An answer line: its fields in the documented order (docs/permissions.md),
+/// for both [`decision_json`] and [`write_decision`].
 #[derive(Serialize)]
 struct DecisionLine<'a> {
     id: &'a Value,
@@ -291,7 +266,24 @@ struct DecisionLine<'a> {
     suggested_rules: RuleTexts<'a>,
 }
 
-/// `tool_check` of [`decision_json`]: `{behavior, bypass_immune, message}`.
+impl<'a> DecisionLine<'a> {
+    fn new(id: &'a Value, d: &'a Decision) -> Self {
+        DecisionLine {
+            id,
+            behavior: d.behavior.as_str(),
+            bypass_immune: d.bypass_immune,
+            source: d.source.as_str(),
+            rule: d.rule.as_deref(),
+            message: &d.message,
+            reason: d.reason.as_deref(),
+            read_only: d.read_only,
+            tool_check: d.tool_check.as_ref().map(VerdictLine),
+            suggested_rules: RuleTexts(&d.suggested_rules),
+        }
+    }
+}
+
+/// `tool_check` of an answer line: `{behavior, bypass_immune, message}`.
 struct VerdictLine<'a>(&'a ToolVerdict);
 
 impl Serialize for VerdictLine<'_> {

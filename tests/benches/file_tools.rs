@@ -2,7 +2,7 @@
 //! call, host search/walk) against `rg` and `find`, side by side, plus Read
 //! paging through a 10 MB file.
 //!
-//! Run: `cargo bench -p toolhost --bench file_tools -- [CORPUS] [RUNS]`
+//! Run: `cargo bench -p toolhost-e2e --bench file_tools -- [CORPUS] [RUNS]`
 //! (CORPUS defaults to ~/.cargo/registry/src, RUNS to 5). Each line gives
 //! the median wall time of the tool call and of the peer (`rg` with the
 //! reference's flags, or `find`, output to a pipe) and the ratio. Grep and
@@ -19,24 +19,10 @@ use toolhost::settings::Settings;
 use toolhost::state::AgentState;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 
-/// The reference's rg flags (spec §6.6) before the mode flags.
-const RG_BASE: &[&str] = &[
-    "--hidden",
-    "--glob",
-    "!.git",
-    "--glob",
-    "!.svn",
-    "--glob",
-    "!.hg",
-    "--glob",
-    "!.bzr",
-    "--glob",
-    "!.jj",
-    "--glob",
-    "!.sl",
-    "--max-columns",
-    "500",
-];
+/// `rg` with the reference's flags, before the mode flags.
+fn rg_reference_argv() -> Vec<String> {
+    std::iter::once("rg").chain(toolhost_e2e::RG_REFERENCE_FLAGS.iter().copied()).map(str::to_string).collect()
+}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -135,8 +121,7 @@ async fn main() {
         // With head_limit 0 a large answer can hit the host's output cap.
         let capped = r.text().contains("(output truncated");
         let ours_lines = r.text().lines().filter(|l| !l.is_empty() && !l.starts_with("... (output truncated")).count();
-        let mut argv: Vec<String> =
-            std::iter::once("rg".to_string()).chain(RG_BASE.iter().map(|s| s.to_string())).collect();
+        let mut argv: Vec<String> = rg_reference_argv();
         argv.extend(rg_args.iter().map(|s| s.to_string()));
         argv.push(c.clone());
         let mut ours = Vec::new();
@@ -188,8 +173,7 @@ async fn main() {
             .collect(),
     )];
     if rg {
-        let mut argv: Vec<String> =
-            std::iter::once("rg".to_string()).chain(RG_BASE.iter().map(|s| s.to_string())).collect();
+        let mut argv: Vec<String> = rg_reference_argv();
         argv.extend(["--files", "--glob", "*.rs", &c].iter().map(|s| s.to_string()));
         peers.insert(0, ("rg --files", argv));
     }
