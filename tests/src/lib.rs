@@ -56,15 +56,22 @@ pub fn root() -> PathBuf {
 }
 
 /// The `toolhost` binary, built once per test process (a no-op when fresh).
+///
+/// `cargo test --workspace` already builds it, for the host package's
+/// integration test `host/tests/cli_binary.rs`, with the features that
+/// build resolves. The check here asks cargo for exactly that build (the
+/// whole workspace's tests, so the same feature resolution) limited to that
+/// one test target: fresh, it does nothing; run from a single e2e test, it
+/// builds the binary once, never a second differently-featured host.
 pub fn toolhost_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let cargo = option_env!("CARGO").unwrap_or("cargo");
         let status = Command::new(cargo)
             .current_dir(root())
-            .args(["build", "--quiet", "-p", "toolhost", "--bin", "toolhost"])
+            .args(["test", "--quiet", "--workspace", "--no-run", "--test", "cli_binary"])
             .status()
-            .expect("running cargo build for the toolhost binary");
+            .expect("running cargo to build the toolhost binary");
         assert!(status.success(), "building the toolhost binary failed");
         let exe = std::env::current_exe().expect("test executable path");
         // target/<profile>/deps/test-xxxx -> target/<profile>/toolhost
