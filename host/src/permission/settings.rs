@@ -81,6 +81,12 @@ pub fn remember_rule(toml_path: &Path, rule: &Rule) -> anyhow::Result<()> {
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| {
         anyhow!("cannot remember `{rule}`: {path} is not valid TOML ({e}); fix the file, then try again")
     })?;
+    if doc.as_table().is_empty() && !text.trim().is_empty() {
+        // Only comments: toml_edit would keep them after the new table; keep
+        // them in front, where the user wrote them.
+        header = if text.ends_with('\n') { text.clone() } else { format!("{text}\n") };
+        doc = toml_edit::DocumentMut::new();
+    }
 
     let table = doc.entry("permissions").or_insert_with(toml_edit::table).as_table_like_mut().ok_or_else(|| {
         anyhow!("cannot remember `{rule}`: `permissions` in {path} is not a table; make it a `[permissions]` table")
@@ -227,5 +233,14 @@ mod created_tests {
         assert!(text.contains("to keep `Bash(touch x:*)`"), "{text}");
         let parsed: toml::Table = toml::from_str(&text).unwrap();
         assert_eq!(parsed["permissions"]["allow"][0].as_str(), Some("Bash(touch x:*)"));
+    }
+
+    #[test]
+    fn a_file_of_comments_only_keeps_them_in_front() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        fs::write(&path, "# mine\n# also mine").unwrap();
+        remember_rule(&path, &Rule::parse("Edit", Behavior::Allow).unwrap()).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "# mine\n# also mine\n[permissions]\nallow = [\"Edit\"]\n");
     }
 }
