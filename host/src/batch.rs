@@ -96,6 +96,7 @@ impl Toolhost {
         while let Some(event) = stream.next().await {
             match event {
                 CallEvent::Chunk(_) => {}
+                CallEvent::RememberFailed { message, .. } => tracing::warn!("{message}"),
                 CallEvent::PermissionRequest(req) => {
                     let a = answer(&req);
                     req.answer(a);

@@ -22,6 +22,17 @@ pub enum CallEvent {
     /// The accumulated result. Always the last event, except after
     /// [`CallEvent::ExternalExecution`].
     Finished(ToolResponse),
+    /// "Allow and remember" could not save a rule to the settings file. The
+    /// call still runs (it was allowed) and the rule holds for the rest of
+    /// this host's life, but a later toolhost will not know it: show the
+    /// message, which names the rule, the file, the cause and how to add
+    /// the rule by hand.
+    RememberFailed {
+        /// The rule that was not saved.
+        rule: Rule,
+        /// What went wrong and what to do.
+        message: String,
+    },
 }
 
 /// How the caller answers an ask.
@@ -123,6 +134,7 @@ impl CallStream {
         while let Some(event) = self.rx.recv().await {
             match event {
                 CallEvent::Chunk(_) => {}
+                CallEvent::RememberFailed { message, .. } => tracing::warn!("{message}"),
                 CallEvent::PermissionRequest(req) => req.answer(answer.clone()),
                 CallEvent::ExternalExecution(call) => return Outcome::External(call),
                 CallEvent::Finished(response) => return Outcome::Response(response),

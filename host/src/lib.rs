@@ -17,6 +17,7 @@ pub mod function;
 pub mod instance;
 pub mod middleware;
 pub mod permission;
+pub mod protected;
 mod registry;
 pub mod response;
 pub mod runtime;

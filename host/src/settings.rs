@@ -37,10 +37,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::capability::Policy;
 use crate::permission::settings::PermissionSettings;
+use crate::protected::{ProtectedKind, ProtectedPaths};
 use crate::runtime::Limits;
 
 /// The default settings file name, looked up in the current directory.
 pub const SETTINGS_FILE: &str = "toolhost.toml";
+
+/// Where sessions lived before they moved to the user state directory,
+/// relative to the current directory.
+pub const OLD_SESSIONS_DIR: &str = ".toolhost/sessions";
 
 /// Which backend runs file and process operations.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,9 +78,11 @@ pub struct Settings {
     pub tools: BTreeMap<String, toml::Table>,
     /// The execution backend.
     pub backend: BackendKind,
-    /// Where compiled components are cached (default: the user cache dir).
+    /// Where compiled components are cached (default: the user cache dir,
+    /// see [`Settings::cache_dir`]).
     pub cache_dir: Option<PathBuf>,
-    /// Where session state files live (default: `.toolhost/sessions`).
+    /// Where session state files live (default: the user state dir, see
+    /// [`Settings::state_dir`]).
     pub state_dir: Option<PathBuf>,
     /// Middleware components to load and the tools they wrap.
     pub middleware: crate::middleware::MiddlewareSettings,
@@ -177,23 +184,75 @@ impl Settings {
         }
     }
 
-    /// The compile cache directory.
+    /// The compile cache directory: `cache_dir` when set, else
+    /// `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`.
     pub fn cache_dir(&self) -> PathBuf {
-        if let Some(dir) = &self.cache_dir {
-            return dir.clone();
-        }
-        if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
-            return PathBuf::from(dir).join("toolhost");
-        }
-        match std::env::var_os("HOME") {
-            Some(home) => PathBuf::from(home).join(".cache").join("toolhost"),
-            None => std::env::temp_dir().join("toolhost-cache"),
+        match &self.cache_dir {
+            Some(dir) => dir.clone(),
+            None => user_dir("XDG_CACHE_HOME", ".cache", "toolhost-cache"),
         }
     }
 
-    /// The session state directory.
+    /// The session state directory: `state_dir` when set, else
+    /// `$XDG_STATE_HOME/toolhost/sessions`, else
+    /// `~/.local/state/toolhost/sessions`: never inside a working directory
+    /// unless configured so (and then still off limits to every tool, see
+    /// [`crate::protected`]).
     pub fn state_dir(&self) -> PathBuf {
-        self.state_dir.clone().unwrap_or_else(|| PathBuf::from(".toolhost").join("sessions"))
+        match &self.state_dir {
+            Some(dir) => dir.clone(),
+            None => user_dir("XDG_STATE_HOME", ".local/state", "toolhost-state").join("sessions"),
+        }
+    }
+
+    /// The folder where an earlier toolhost kept its sessions
+    /// ([`OLD_SESSIONS_DIR`] in the current directory), when it exists and
+    /// no `state_dir` is configured: its files are no longer read and
+    /// should be moved to [`Settings::state_dir`].
+    pub fn old_sessions_dir(&self) -> Option<PathBuf> {
+        if self.state_dir.is_some() {
+            return None;
+        }
+        let old = std::env::current_dir().ok()?.join(OLD_SESSIONS_DIR);
+        old.is_dir().then_some(old)
+    }
+
+    /// The file "allow and remember" writes to: the settings file read
+    /// (`--config` included), else `./toolhost.toml`, as an absolute path.
+    pub fn remember_path(read: Option<&Path>) -> Result<PathBuf> {
+        let path = read.unwrap_or(Path::new(SETTINGS_FILE));
+        std::path::absolute(path).with_context(|| format!("making {} absolute", path.display()))
+    }
+
+    /// toolhost's own files for these settings, off limits to every tool:
+    /// `settings_path` (the file read or remembered into), the settings file
+    /// toolhost would read next time (`./toolhost.toml`), the session state
+    /// folder, the compile cache and, if it exists, the old `.toolhost`
+    /// state folder in the current directory.
+    pub fn protected_paths(&self, settings_path: Option<&Path>) -> ProtectedPaths {
+        let mut p = ProtectedPaths::new();
+        if let Some(path) = settings_path {
+            p.add(ProtectedKind::SettingsFile, path);
+        }
+        p.add(ProtectedKind::SettingsFile, Path::new(SETTINGS_FILE));
+        p.add(ProtectedKind::StateDir, &self.state_dir());
+        p.add(ProtectedKind::CacheDir, &self.cache_dir());
+        if let Some(old) = self.old_sessions_dir() {
+            p.add(ProtectedKind::StateDir, old.parent().unwrap_or(&old));
+        }
+        p
+    }
+}
+
+/// `$VAR/toolhost` when `VAR` holds an absolute path, else
+/// `~/<under_home>/toolhost`, else `<temp>/<fallback>`.
+fn user_dir(var: &str, under_home: &str, fallback: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os(var).map(PathBuf::from).filter(|d| d.is_absolute()) {
+        return dir.join("toolhost");
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(under_home).join("toolhost"),
+        None => std::env::temp_dir().join(fallback),
     }
 }
 

@@ -101,7 +101,11 @@ pub struct ToolhostBuilder {
 }
 
 impl ToolhostBuilder {
-    /// Uses these settings; `path` is where "allow and remember" saves rules.
+    /// Uses these settings; `path` is where "allow and remember" saves rules
+    /// (created when missing; see [`Settings::remember_path`]). Without a
+    /// path, remembered rules last as long as the host. `path` is off limits
+    /// to every tool, as are the state and cache folders the settings name
+    /// (see [`crate::protected`]).
     pub fn settings(mut self, settings: Settings, path: Option<PathBuf>) -> Self {
         self.settings = settings;
         self.settings_path = path;
@@ -132,9 +136,10 @@ impl ToolhostBuilder {
         })?;
         let home = std::env::var("HOME").unwrap_or_else(|_| "/".into());
         let cwd = working_dirs[0].clone();
+        let protected = Arc::new(settings.protected_paths(self.settings_path.as_deref()));
         let backend = match self.backend {
             Some(b) => b,
-            None => Arc::new(LocalBackend::new(cwd.clone(), PathBuf::from(&home))),
+            None => Arc::new(LocalBackend::new(cwd.clone(), PathBuf::from(&home)).with_protected(protected.clone())),
         };
         let context_dirs = context_dirs(&working_dirs);
         let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
@@ -150,6 +155,7 @@ impl ToolhostBuilder {
                 home,
                 state: Arc::new(AgentState::new()),
                 settings_path: self.settings_path,
+                protected,
                 settings,
                 middleware: Default::default(),
             }),
@@ -186,6 +192,8 @@ struct Inner {
     home: String,
     state: Arc<AgentState>,
     settings_path: Option<PathBuf>,
+    /// toolhost's own files, denied to every call that names them.
+    protected: Arc<crate::protected::ProtectedPaths>,
     settings: Settings,
     /// Loaded middleware and which tools it is attached to.
     middleware: crate::middleware::Registry,
@@ -383,7 +391,20 @@ impl Toolhost {
             cwd: self.inner.backend.cwd(),
             home: self.inner.home.clone(),
             tool_config: self.tool_config(tool),
+            protected: self.inner.protected.clone(),
         }
+    }
+
+    /// The file "allow and remember" saves rules to, if any (absolute when
+    /// the host was built through the CLI).
+    pub fn settings_path(&self) -> Option<&Path> {
+        self.inner.settings_path.as_deref()
+    }
+
+    /// toolhost's own files: every call that names one is denied and the
+    /// local backend refuses them to every tool.
+    pub fn protected_paths(&self) -> &crate::protected::ProtectedPaths {
+        &self.inner.protected
     }
 
     /// A tool's own settings (`[tools.NAME]`) as JSON; `{}` when none.
@@ -401,17 +422,27 @@ impl Toolhost {
         self.inner.rules.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Adds a rule for the rest of this host's life (and, with a settings
-    /// file, saves it there).
+    /// Adds a rule for the rest of this host's life and, with a settings
+    /// path, saves it there (creating the file when missing). When saving
+    /// fails the rule still holds in this host, and the error names the
+    /// rule, the file, the cause and how to add the rule by hand.
     pub fn remember_rule(&self, rule: Rule) -> Result<()> {
-        if let Some(path) = &self.inner.settings_path {
-            permission::settings::remember_rule(path, &rule)?;
+        {
+            let mut rules = self.inner.rules.write().unwrap_or_else(|p| p.into_inner());
+            let mut updated = RuleSet::clone(&rules);
+            updated.add(rule.clone());
+            *rules = Arc::new(updated);
         }
-        let mut rules = self.inner.rules.write().unwrap_or_else(|p| p.into_inner());
-        let mut updated = RuleSet::clone(&rules);
-        updated.add(rule);
-        *rules = Arc::new(updated);
-        Ok(())
+        let Some(path) = &self.inner.settings_path else { return Ok(()) };
+        permission::settings::remember_rule(path, &rule).map_err(|e| {
+            anyhow::anyhow!(
+                "could not save the rule `{rule}` to {}: {e:#}. It holds until this toolhost exits; to keep it, \
+                 add it by hand under [permissions] in a settings file: {} = [\"{rule}\"] (or pass --{} '{rule}')",
+                path.display(),
+                rule.behavior,
+                rule.behavior
+            )
+        })
     }
 
     /// A fresh instance of `tool` (loading the tool on first use), for a
@@ -528,8 +559,9 @@ impl Toolhost {
                     PermissionAnswer::AllowOnce => {}
                     PermissionAnswer::AllowAndRemember(rules) => {
                         for rule in rules {
-                            if let Err(e) = self.remember_rule(rule) {
-                                tracing::warn!("could not remember the rule: {e:#}");
+                            if let Err(e) = self.remember_rule(rule.clone()) {
+                                let _ =
+                                    events.send(CallEvent::RememberFailed { rule, message: format!("{e:#}") }).await;
                             }
                         }
                     }

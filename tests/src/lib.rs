@@ -128,9 +128,16 @@ impl Scratch {
             .arg(root().join("target/test-cache"))
             .args(args)
             .env("HOME", self.dir.path())
+            .env_remove("XDG_STATE_HOME")
             .stdin(std::process::Stdio::null())
             .output()
             .expect("running toolhost")
+    }
+
+    /// Where [`Scratch::cli`] keeps sessions: the default state folder under
+    /// the scratch `HOME`.
+    pub fn cli_sessions(&self) -> PathBuf {
+        self.dir.path().join(".local/state/toolhost/sessions")
     }
 }
 

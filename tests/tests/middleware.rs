@@ -221,6 +221,7 @@ async fn chunks_stream_through_middleware_as_they_are_produced() {
             CallEvent::PermissionRequest(r) => r.deny(),
             CallEvent::Finished(_) => finished = Some(start.elapsed()),
             CallEvent::ExternalExecution(_) => panic!("not external"),
+            CallEvent::RememberFailed { message, .. } => panic!("nothing was remembered: {message}"),
         }
     }
     assert_eq!(texts, "chunk 1\nchunk 2\nchunk 3\n");

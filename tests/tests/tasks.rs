@@ -303,7 +303,7 @@ fn cli_session_keeps_tasks_across_processes() {
     assert_eq!(text(&out).0.trim_end(), "No tasks available.");
 
     // The session file holds the list in the documented shape.
-    let file = scratch.work().join(".toolhost/sessions/proj.json");
+    let file = scratch.cli_sessions().join("proj.json");
     let saved: Value = serde_json::from_slice(&std::fs::read(&file).expect("the session file")).unwrap();
     assert_eq!(saved["values"]["tasks"][1]["blocked_by"], json!(["1"]), "{saved:#}");
 }
@@ -311,7 +311,7 @@ fn cli_session_keeps_tasks_across_processes() {
 #[test]
 fn cli_reports_a_corrupt_session_file() {
     let scratch = Scratch::new();
-    let dir = scratch.work().join(".toolhost/sessions");
+    let dir = scratch.cli_sessions();
     std::fs::create_dir_all(&dir).unwrap();
 
     // Not JSON at all: the host refuses to open the session, nothing runs.

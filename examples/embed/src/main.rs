@@ -49,6 +49,7 @@ async fn main() -> Result<()> {
                 }
                 CallEvent::ExternalExecution(call) => println!("[external: {}]", call.tool),
                 CallEvent::Finished(response) => println!("\n[{:?}]", response.state),
+                CallEvent::RememberFailed { message, .. } => eprintln!("[not remembered: {message}]"),
             }
         }
     }

@@ -30,6 +30,15 @@
 //!   directory's ancestors are read (only to filter), as ripgrep does.
 //!   A concurrent process that swaps a directory for a symlink during a walk
 //!   could race this check; tools have no API to create symlinks.
+//! * toolhost's own files ([`crate::protected`]: the settings file, the
+//!   session state folder, the compile cache) are refused to every scope,
+//!   whatever its roots: an operation on one of them or below one of them
+//!   (as given, symlinks resolved, or through another hard link to a
+//!   protected file) fails with a `denied` error naming what the path is;
+//!   removing a folder that contains one is refused too. Walks and
+//!   searches skip them silently, as they skip what lies outside the roots.
+//!   A process started with `exec` is not confined by this (it runs with
+//!   the user's rights); the process sandbox is what contains it.
 //! * Process execution is not path-scoped: the caller checks the
 //!   `process-exec` grant before [`Backend::spawn`]. Each process gets its own
 //!   process group, which is killed as a whole at the timeout, when the main
@@ -54,6 +63,7 @@ use super::{
     Backend, BackendError, DirEntry, EntryKind, ExecRequest, FileStat, FsScope, OsFamily, Process, SearchFile,
     SearchRequest, WalkOptions,
 };
+use crate::protected::ProtectedPaths;
 
 /// Per-stream output cap applied when an [`ExecRequest`] asks for 0 bytes
 /// (WIT: "0 means the host's output cap"): 16 MiB.
@@ -73,6 +83,8 @@ pub struct LocalBackend {
     max_output_bytes: u64,
     /// Opened root directories, keyed by root path; revalidated on use.
     roots: Mutex<HashMap<PathBuf, Arc<Dir>>>,
+    /// toolhost's own files: refused to every tool whatever its scope.
+    protected: Arc<ProtectedPaths>,
 }
 
 impl LocalBackend {
@@ -85,7 +97,44 @@ impl LocalBackend {
             home: absolutize(home),
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             roots: Mutex::new(HashMap::new()),
+            protected: Arc::default(),
         }
+    }
+
+    /// Refuses every operation on these paths (toolhost's own files) and
+    /// leaves them out of walks and searches, for every scope.
+    pub fn with_protected(mut self, protected: Arc<ProtectedPaths>) -> Self {
+        self.protected = protected;
+        self
+    }
+
+    /// Refuses `abs` when it is, or lies below, a protected path: as given,
+    /// with its symlinks resolved (the final one only when `follow_final`),
+    /// or as another hard link to a protected file.
+    fn guard(&self, abs: &str, follow_final: bool) -> Result<(), BackendError> {
+        if self.protected.is_empty() {
+            return Ok(());
+        }
+        let lexical = normalize_lexically(Path::new(abs));
+        let real = resolve_real(&lexical, follow_final);
+        for form in std::iter::once(&lexical).chain(real.as_ref()) {
+            if let Some(entry) = self.protected.covering(form) {
+                return Err(BackendError::Denied(entry.refusal(form)));
+            }
+        }
+        let meta = if follow_final { std::fs::metadata(&lexical) } else { std::fs::symlink_metadata(&lexical) };
+        if let Ok(meta) = meta
+            && meta.is_file()
+            && std::os::unix::fs::MetadataExt::nlink(&meta) > 1
+            && let Some(entry) = self.protected.entries().iter().find(|e| same_file(&e.path, &meta))
+        {
+            return Err(BackendError::Denied(format!(
+                "{abs} is a hard link to {}; {}",
+                entry.path.display(),
+                entry.refusal(&entry.path)
+            )));
+        }
+        Ok(())
     }
 
     /// Replaces [`DEFAULT_MAX_OUTPUT_BYTES`], the per-stream cap used when a
@@ -149,6 +198,7 @@ impl LocalBackend {
     ) -> Result<T, BackendError> {
         let abs = self.absolute(path);
         let (root, rel) = scope.locate(&abs, access)?;
+        self.guard(&abs, follow_final)?;
         let dir = self.root_dir(&root.path)?;
         match op(&dir, &dot_if_empty(&rel)) {
             Ok(v) => Ok(v),
@@ -205,6 +255,48 @@ impl LocalBackend {
         let is_link = std::fs::symlink_metadata(&lexical).map(|m| m.is_symlink()).unwrap_or(false);
         Ok(if is_link { (real.clone(), Some((real, lexical))) } else { (lexical, None) })
     }
+}
+
+impl LocalBackend {
+    /// The entries of the directory `path`, toolhost's own files included.
+    fn list_unfiltered(&self, scope: &FsScope, path: &str) -> Result<Vec<DirEntry>, BackendError> {
+        self.run(scope, path, Access::Read, true, "list", |d, r| {
+            let mut out = Vec::new();
+            for entry in d.read_dir(r)? {
+                let entry = entry?;
+                let meta = match entry.metadata() {
+                    Ok(m) => m,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue, // vanished
+                    Err(e) => return Err(e),
+                };
+                let kind = kind_of(meta.file_type());
+                out.push(DirEntry {
+                    path: entry.file_name().to_string_lossy().into_owned(),
+                    kind,
+                    size: if kind == EntryKind::Directory { 0 } else { meta.len() },
+                    mtime_ns: mtime_ns(&meta),
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// The protected paths as a walk from `root` spells them: their own
+    /// forms plus, when the start's real path differs from the path given,
+    /// the same paths under the given one (entries are compared lexically).
+    fn protected_seen_from(&self, root: &str) -> ProtectedPaths {
+        let given = normalize_lexically(Path::new(&self.absolute(root)));
+        match resolve_real(&given, true) {
+            Some(real) => self.protected.seen_through(&given, &real),
+            None => ProtectedPaths::clone(&self.protected),
+        }
+    }
+}
+
+/// Whether `path` is the file `meta` describes (same device and inode).
+fn same_file(path: &Path, meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path).is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
 }
 
 /// Maps a result path under a symlinked start back under the path given.
@@ -264,25 +356,14 @@ impl Backend for LocalBackend {
     }
 
     async fn list_dir(&self, scope: &FsScope, path: &str) -> Result<Vec<DirEntry>, BackendError> {
-        self.run(scope, path, Access::Read, true, "list", |d, r| {
-            let mut out = Vec::new();
-            for entry in d.read_dir(r)? {
-                let entry = entry?;
-                let meta = match entry.metadata() {
-                    Ok(m) => m,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue, // vanished
-                    Err(e) => return Err(e),
-                };
-                let kind = kind_of(meta.file_type());
-                out.push(DirEntry {
-                    path: entry.file_name().to_string_lossy().into_owned(),
-                    kind,
-                    size: if kind == EntryKind::Directory { 0 } else { meta.len() },
-                    mtime_ns: mtime_ns(&meta),
-                });
-            }
-            Ok(out)
-        })
+        let mut entries = self.list_unfiltered(scope, path)?;
+        if !self.protected.is_empty() {
+            // toolhost's own files are left out, as in walks.
+            let dir = normalize_lexically(Path::new(&self.absolute(path)));
+            let seen = self.protected_seen_from(path);
+            entries.retain(|e| seen.covering(&dir.join(&e.path)).is_none());
+        }
+        Ok(entries)
     }
 
     async fn create_dir(&self, scope: &FsScope, path: &str) -> Result<(), BackendError> {
@@ -290,6 +371,12 @@ impl Backend for LocalBackend {
     }
 
     async fn remove(&self, scope: &FsScope, path: &str) -> Result<(), BackendError> {
+        let abs = normalize_lexically(Path::new(&self.absolute(path)));
+        for form in std::iter::once(abs.clone()).chain(resolve_real(&abs, false)) {
+            if let Some(entry) = self.protected.below(&form) {
+                return Err(BackendError::Denied(entry.refusal(&form)));
+            }
+        }
         self.run(scope, path, Access::Write, false, "remove", |d, r| {
             if r == Path::new(".") {
                 return Err(io::Error::new(
@@ -307,6 +394,7 @@ impl Backend for LocalBackend {
         let lexical = normalize_lexically(Path::new(&abs));
         // The path must be in the scope as given before anything is resolved.
         scope.locate(&lexical.display().to_string(), Access::Read)?;
+        self.guard(&abs, true)?;
         let real = match std::fs::canonicalize(&lexical) {
             Ok(real) => real,
             Err(_) => {
@@ -326,8 +414,9 @@ impl Backend for LocalBackend {
     async fn walk(&self, scope: &FsScope, options: &WalkOptions) -> Result<Vec<DirEntry>, BackendError> {
         let (start, alias) = self.walk_start(scope, &options.root)?;
         let roots = Self::real_roots(scope);
+        let protected = self.protected_seen_from(&options.root);
         let options = options.clone();
-        let mut entries = tokio::task::spawn_blocking(move || search::walk(&start, &options, &roots))
+        let mut entries = tokio::task::spawn_blocking(move || search::walk(&start, &options, &roots, &protected))
             .await
             .map_err(|e| BackendError::Io(format!("walk task failed: {e}")))??;
         for e in &mut entries {
@@ -341,10 +430,12 @@ impl Backend for LocalBackend {
         let matcher = search::build_matcher(request)?;
         let (start, alias) = self.walk_start(scope, &request.files.root)?;
         let roots = Self::real_roots(scope);
+        let protected = self.protected_seen_from(&request.files.root);
         let request = request.clone();
-        let mut files = tokio::task::spawn_blocking(move || search::search(&start, &request, &roots, matcher))
-            .await
-            .map_err(|e| BackendError::Io(format!("search task failed: {e}")))??;
+        let mut files =
+            tokio::task::spawn_blocking(move || search::search(&start, &request, &roots, &protected, matcher))
+                .await
+                .map_err(|e| BackendError::Io(format!("search task failed: {e}")))??;
         for f in &mut files {
             f.path = under_given(&f.path, alias.as_ref());
         }
@@ -391,23 +482,12 @@ fn resolve_real(path: &Path, follow_final: bool) -> Option<PathBuf> {
         let name = path.file_name()?;
         return Some(resolve_real(parent, true)?.join(name));
     }
-    let mut existing = path.to_path_buf();
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(&existing) {
-            let mut out = real;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return Some(normalize_lexically(&out));
-        }
-        rest.push(existing.file_name()?.to_os_string());
-        if !existing.pop() {
-            return None;
-        }
-    }
+    crate::protected::real_form(path)
 }
 
+/// The refusal of a path whose symlinks lead out of the scope. The built-in
+/// file tools recognise it by "a symbolic link on the way" (file-common's
+/// `real_path`): keep that wording.
 fn escape_denied(scope: &FsScope, path: &str, real: Option<&Path>, access: Access) -> BackendError {
     let verb = match access {
         Access::Read => "read",

@@ -29,7 +29,7 @@ pub struct Cli {
 /// Flags every subcommand takes.
 #[derive(Args, Debug, Clone, Default)]
 pub struct Global {
-    /// Settings file [default: ./toolhost.toml if it exists]
+    /// Settings file [default: ./toolhost.toml if it exists]; "allow and remember" writes here (creating ./toolhost.toml if need be)
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Working directory the tools may read and write (repeatable) [default: the current directory]
@@ -135,8 +135,9 @@ impl Global {
 
     /// A host built from the settings and flags, with warnings printed.
     pub async fn host(&self) -> Result<Toolhost> {
-        let (settings, path) = self.settings()?;
-        let host = Toolhost::builder().settings(settings, path).build().await?;
+        let (settings, read) = self.settings()?;
+        let remember = Settings::remember_path(read.as_deref())?;
+        let host = Toolhost::builder().settings(settings, Some(remember)).build().await?;
         for tool in host.rules_for_unknown_tools() {
             eprintln!("warning: permission rules name the tool '{tool}', which is not loaded");
         }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
 use toolhost::response::{ContentBlock, ResultState, ToolResponse};
+use toolhost::settings::Settings;
 use toolhost::state::AgentState;
 use toolhost::{CallEvent, CallRequest, ExternalCall, ExternalResult, PermissionAnswer};
 
@@ -24,17 +25,14 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
         Some(text) => text.to_string(),
     };
     let session = match &args.session {
-        Some(name) => Some(open_session(&host.settings().state_dir(), name)?),
+        Some(name) => Some(open_session(host.settings(), name)?),
         None => None,
     };
     let mut request = CallRequest::new(&args.tool, input);
     if let Some(state) = &session {
         request = request.session(state.clone());
     }
-    let remember_target = match global.settings()?.1 {
-        Some(p) => p.display().to_string(),
-        None => "./toolhost.toml".to_string(),
-    };
+    let remember_target = prompt::remember_target(&host);
     let mut stream = host.call(request);
     let mut stdout = std::io::stdout();
     let mut code = exit::ERROR;
@@ -59,6 +57,7 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
                 }
                 stdout.flush()?;
             }
+            CallEvent::RememberFailed { message, .. } => eprintln!("warning: {message}"),
             CallEvent::PermissionRequest(req) => {
                 let answer = if prompt::interactive() {
                     prompt::ask(&req.tool, &req.input, &req.decision, &remember_target)
@@ -111,8 +110,18 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
     Ok(code)
 }
 
-/// Opens (or starts) the session state file `<state_dir>/<name>.json`.
-pub fn open_session(dir: &Path, name: &str) -> Result<Arc<AgentState>> {
+/// Opens (or starts) the session state file `<state_dir>/<name>.json`,
+/// warning when sessions of an earlier toolhost are left in the old place.
+pub fn open_session(settings: &Settings, name: &str) -> Result<Arc<AgentState>> {
+    let dir = settings.state_dir();
+    if let Some(old) = settings.old_sessions_dir() {
+        eprintln!(
+            "warning: sessions of an earlier toolhost are in {old}, which is no longer read (sessions now live in \
+             {new}, outside the working directories); move them with: mkdir -p '{new}' && mv '{old}'/*.json '{new}'/",
+            old = old.display(),
+            new = dir.display()
+        );
+    }
     if name.is_empty()
         || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
         || name.starts_with('.')

@@ -10,6 +10,14 @@ pub fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
+/// Where "allow and remember" writes, as the prompt names it (absolute).
+pub fn remember_target(host: &toolhost::Toolhost) -> String {
+    match host.settings_path() {
+        Some(path) => path.display().to_string(),
+        None => "memory only (no settings file)".to_string(),
+    }
+}
+
 /// Asks: allow once, allow and remember the suggested rules, or deny.
 pub fn ask(tool: &str, input: &serde_json::Value, decision: &Decision, remember_target: &str) -> PermissionAnswer {
     let mut err = std::io::stderr();

@@ -32,7 +32,7 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<u8> {
     }
     let host = global.host().await?;
     let session = match &args.session {
-        Some(name) => Some(open_session(&host.settings().state_dir(), name)?),
+        Some(name) => Some(open_session(host.settings(), name)?),
         None => None,
     };
     let calls: Vec<CallRequest> = specs
@@ -49,13 +49,14 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<u8> {
     // Prompts from parallel calls are asked one at a time.
     let asking = Arc::new(Mutex::new(()));
     let interactive = prompt::interactive();
+    let remember_target = prompt::remember_target(&host);
     let answer: Answerer = Arc::new(move |req| {
         if !interactive {
             eprintln!("{}", prompt::not_asked(&req.tool, &req.decision));
             return PermissionAnswer::Deny;
         }
         let _turn = asking.lock().unwrap_or_else(|p| p.into_inner());
-        prompt::ask(&req.tool, &req.input, &req.decision, "./toolhost.toml")
+        prompt::ask(&req.tool, &req.input, &req.decision, &remember_target)
     });
     let results = host.run_batch(calls, answer).await;
     if let Some(state) = session {

@@ -171,6 +171,7 @@ impl CheckRequest {
             cwd: self.cwd.clone().unwrap_or_else(|| base.cwd.clone()),
             home: self.home.clone().unwrap_or_else(|| base.home.clone()),
             tool_config: self.tool_config.clone().unwrap_or_else(|| base.tool_config.clone()),
+            protected: base.protected.clone(),
         }
     }
 

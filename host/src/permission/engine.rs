@@ -51,6 +51,9 @@ impl ToolVerdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
+    /// The input names one of toolhost's own files (before step 1; every
+    /// mode, whatever the rules).
+    ProtectedPath,
     /// A deny rule matched (step 1).
     DenyRule,
     /// An ask rule matched (step 2).
@@ -73,6 +76,7 @@ impl Source {
     /// The wire spelling (`deny_rule`, `mode_fallback`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
+            Source::ProtectedPath => "protected_path",
             Source::DenyRule => "deny_rule",
             Source::AskRule => "ask_rule",
             Source::ReadOnly => "read_only",
@@ -156,6 +160,8 @@ impl Failure {
 /// Decides whether `tool` may run with `input` (JSON text), following spec
 /// §4.3 for `ctx.mode`:
 ///
+/// 0. an input that names one of toolhost's own files → deny, in every
+///    mode ([`crate::protected::ProtectedPaths::named_in_input`]);
 /// 1. deny rules → deny;
 /// 2. ask rules → ask (dont_ask: deny);
 /// 3. read-only → allow; explore stops here with a deny;
@@ -227,6 +233,11 @@ async fn decide<T: PolicyTool>(
     read_only: &mut bool,
     tool_check: &mut Option<ToolVerdict>,
 ) -> Result<Decision, Failure> {
+    // 0. toolhost's own files.
+    if let Some(d) = protected_path(name, input, ctx) {
+        return Ok(d);
+    }
+
     // 1. Deny rules.
     if let Some(rule) = first_match(tool, Behavior::Deny, rules, input, ctx)
         .await
@@ -348,6 +359,22 @@ async fn decide<T: PolicyTool>(
             Source::ModeFallback,
         ),
     })
+}
+
+/// The denial of a call whose input names one of toolhost's own files
+/// (the input is parsed only when something is protected).
+fn protected_path(name: &str, input: &str, ctx: &Context) -> Option<Decision> {
+    if ctx.protected.is_empty() {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_str(input).ok()?;
+    let why = ctx.protected.named_in_input(&value, &ctx.cwd, &ctx.home)?;
+    Some(decision(
+        Behavior::Deny,
+        format!("Permission denied for {name}: {why} (in every mode, whatever the rules)"),
+        Some("Protected path: toolhost's own settings, state and cache are off limits to every tool".into()),
+        Source::ProtectedPath,
+    ))
 }
 
 /// ToDeny (spec §4.2): in dont_ask mode an ask becomes a deny that keeps

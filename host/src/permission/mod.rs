@@ -6,8 +6,12 @@
 //! consults the user's [`RuleSet`], the tool's read-only check, the tool's own
 //! check and the [`Mode`], in the reference order:
 //!
-//! deny rules → ask rules → read-only fast path → the tool's own check →
-//! allow rules → mode fallback.
+//! toolhost's own files → deny rules → ask rules → read-only fast path →
+//! the tool's own check → allow rules → mode fallback.
+//!
+//! The first step is toolhost's own: a call whose input names one of
+//! toolhost's own files ([`Context::protected`]) is denied in every mode,
+//! bypass included, whatever the rules (see [`crate::protected`]).
 //!
 //! The answer is a [`Decision`]: allow, deny or ask, with the exact messages of
 //! the reference, the step that decided ([`Source`]), the rule that matched,
@@ -162,11 +166,14 @@ pub struct Context {
     pub home: String,
     /// The tool's own settings as a JSON object (`{}` when there are none).
     pub tool_config: serde_json::Value,
+    /// toolhost's own files: a call whose input names one is denied before
+    /// anything else, in every mode (not sent to the tool).
+    pub protected: std::sync::Arc<crate::protected::ProtectedPaths>,
 }
 
 impl Default for Context {
-    /// Mode `default`, no working directories, empty `cwd` and `home`, and an
-    /// empty tool configuration object.
+    /// Mode `default`, no working directories, empty `cwd` and `home`, an
+    /// empty tool configuration object and no protected path.
     fn default() -> Self {
         Context {
             mode: Mode::Default,
@@ -174,6 +181,7 @@ impl Default for Context {
             cwd: String::new(),
             home: String::new(),
             tool_config: serde_json::Value::Object(serde_json::Map::new()),
+            protected: Default::default(),
         }
     }
 }

@@ -48,8 +48,9 @@ impl PermissionSettings {
 /// file at `toml_path` (`allow` for the suggestions the user accepts with
 /// "allow and remember").
 ///
-/// Comments and formatting are kept; the file, its directory and the table
-/// are created when missing; nothing changes when an equivalent rule is
+/// Comments and formatting are kept; the file (with a comment saying that
+/// "allow and remember" created it, when and for which rule), its directory
+/// and the table are created when missing; nothing changes when an equivalent rule is
 /// already listed (`Tool` and `Tool()` count as equal). The file is replaced
 /// atomically (temporary file in the same directory, then rename), so a
 /// crash never leaves it half written. Two processes remembering at the same
@@ -64,9 +65,15 @@ pub fn remember_rule(toml_path: &Path, rule: &Rule) -> anyhow::Result<()> {
         }
     };
     let path = toml_path.display();
+    // A file created here opens with a comment saying why it exists (put in
+    // front of the document: toml_edit would keep a lone comment at the end).
+    let mut header = String::new();
     let text = match fs::read_to_string(toml_path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            header = created_by(rule, std::time::SystemTime::now());
+            String::new()
+        }
         Err(e) => {
             return Err(e).with_context(|| format!("cannot read {path} to remember `{rule}`"));
         }
@@ -74,6 +81,12 @@ pub fn remember_rule(toml_path: &Path, rule: &Rule) -> anyhow::Result<()> {
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| {
         anyhow!("cannot remember `{rule}`: {path} is not valid TOML ({e}); fix the file, then try again")
     })?;
+    if doc.as_table().is_empty() && !text.trim().is_empty() {
+        // Only comments: toml_edit would keep them after the new table; keep
+        // them in front, where the user wrote them.
+        header = if text.ends_with('\n') { text.clone() } else { format!("{text}\n") };
+        doc = toml_edit::DocumentMut::new();
+    }
 
     let table = doc.entry("permissions").or_insert_with(toml_edit::table).as_table_like_mut().ok_or_else(|| {
         anyhow!("cannot remember `{rule}`: `permissions` in {path} is not a table; make it a `[permissions]` table")
@@ -129,7 +142,34 @@ pub fn remember_rule(toml_path: &Path, rule: &Rule) -> anyhow::Result<()> {
         list.set_trailing("\n");
     }
 
-    write_atomically(toml_path, doc.to_string().as_bytes()).with_context(|| format!("cannot save `{rule}` to {path}"))
+    write_atomically(toml_path, format!("{header}{doc}").as_bytes())
+        .with_context(|| format!("cannot save `{rule}` to {path}"))
+}
+
+/// The opening comment of a settings file created to remember `rule`.
+fn created_by(rule: &Rule, now: std::time::SystemTime) -> String {
+    format!(
+        "# toolhost settings. Created by toolhost's \"allow and remember\" on {} to keep `{rule}`.\n\
+         # Every setting is also a command-line flag: see `toolhost --help`.\n\n",
+        utc_minute(now)
+    )
+}
+
+/// `now` as `YYYY-MM-DD HH:MM UTC` (proleptic Gregorian calendar).
+fn utc_minute(now: std::time::SystemTime) -> String {
+    let secs = now.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", rest / 3_600, rest % 3_600 / 60)
 }
 
 /// Writes `bytes` to a temporary file next to `path`, syncs it, keeps the
@@ -166,4 +206,41 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+#[cfg(test)]
+mod created_tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+
+    #[test]
+    fn the_creation_date_is_utc_calendar_time() {
+        assert_eq!(utc_minute(UNIX_EPOCH), "1970-01-01 00:00 UTC");
+        // 2024-02-29 23:59:30 UTC (a leap day).
+        assert_eq!(utc_minute(UNIX_EPOCH + Duration::from_secs(1_709_251_170)), "2024-02-29 23:59 UTC");
+        assert_eq!(utc_minute(UNIX_EPOCH + Duration::from_secs(4_102_444_800)), "2100-01-01 00:00 UTC");
+    }
+
+    #[test]
+    fn a_created_file_says_what_wrote_the_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        let rule = Rule::parse("Bash(touch x:*)", Behavior::Allow).unwrap();
+        remember_rule(&path, &rule).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# toolhost settings. Created by toolhost's \"allow and remember\" on "), "{text}");
+        assert!(text.contains("to keep `Bash(touch x:*)`"), "{text}");
+        let parsed: toml::Table = toml::from_str(&text).unwrap();
+        assert_eq!(parsed["permissions"]["allow"][0].as_str(), Some("Bash(touch x:*)"));
+    }
+
+    #[test]
+    fn a_file_of_comments_only_keeps_them_in_front() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        fs::write(&path, "# mine\n# also mine").unwrap();
+        remember_rule(&path, &Rule::parse("Edit", Behavior::Allow).unwrap()).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "# mine\n# also mine\n[permissions]\nallow = [\"Edit\"]\n");
+    }
 }

@@ -1127,13 +1127,14 @@ mod settings_tests {
         let path = dir.path().join("sub/toolhost.toml");
         remember_rule(&path, &Rule::parse("Bash(npm run:*)", Allow).unwrap()).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text, "[permissions]\nallow = [\"Bash(npm run:*)\"]\n");
+        assert!(text.starts_with("# toolhost settings. Created by toolhost's"), "{text}");
+        assert!(text.ends_with("\n\n[permissions]\nallow = [\"Bash(npm run:*)\"]\n"), "{text}");
         // No duplicate, `Tool()` == `Tool`.
         remember_rule(&path, &Rule::parse("Bash(npm run:*)", Allow).unwrap()).unwrap();
         remember_rule(&path, &Rule::parse("Edit", Allow).unwrap()).unwrap();
         remember_rule(&path, &Rule::parse("Edit()", Allow).unwrap()).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text, "[permissions]\nallow = [\"Bash(npm run:*)\", \"Edit\"]\n");
+        assert!(text.ends_with("\n\n[permissions]\nallow = [\"Bash(npm run:*)\", \"Edit\"]\n"), "{text}");
         let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
     }

@@ -117,9 +117,11 @@ pub const EDIT: WriteOp = WriteOp { noun: "Edit", verb: "editing" };
 
 impl WriteOp {
     /// The tool's `check-permissions` for `file_path`: [`write_permission`]
-    /// with the path's symlinks resolved by the backend.
+    /// with the path's symlinks resolved by the backend. A relative path is
+    /// taken against the call's `cwd` (`ctx.cwd`), never the backend's own.
     pub fn check_permissions(self, file_path: &str, ctx: &Context) -> Decision {
-        write_permission(self, file_path, real_path(file_path).as_deref(), ctx)
+        let real = if file_path.is_empty() { RealPath::Unknown } else { real_path(file_path, ctx) };
+        write_permission(self, file_path, real.as_ref(), ctx)
     }
 
     /// The tool's suggestions for `file_path`: `Tool(dir/**)`, or none.
@@ -139,10 +141,11 @@ impl WriteOp {
 ///
 /// An invalid `dangerous_files`/`dangerous_directories` setting fails
 /// closed: a safety ask naming the configuration error.
-/// `real_path` is the path with symlinks resolved, when the backend could
-/// resolve it: a symlink to a dangerous file is dangerous, and a path is in
-/// a working directory only if its real path is too.
-pub fn write_permission(op: WriteOp, file_path: &str, real_path: Option<&str>, ctx: &Context) -> Decision {
+/// `real_path` is what the backend says of the path with its symlinks
+/// resolved: a symlink to a dangerous file is dangerous, and a path is in a
+/// working directory only if its real path is too (a path the backend
+/// refuses to resolve, [`RealPath::Outside`], never is).
+pub fn write_permission(op: WriteOp, file_path: &str, real_path: RealPath<&str>, ctx: &Context) -> Decision {
     if file_path.is_empty() {
         return Decision::passthrough("No file path provided");
     }
@@ -157,7 +160,7 @@ pub fn write_permission(op: WriteOp, file_path: &str, real_path: Option<&str>, c
         }
     };
     let dangerous = |p: &str| toolhost_policy::is_dangerous_path(p, &ctx.cwd, &ctx.home, &lists);
-    if dangerous(file_path) || real_path.is_some_and(dangerous) {
+    if dangerous(file_path) || real_path.resolved().is_some_and(dangerous) {
         return Decision::safety_ask(format!(
             "Permission required: {} operation on sensitive file {file_path}",
             op.noun
@@ -165,18 +168,73 @@ pub fn write_permission(op: WriteOp, file_path: &str, real_path: Option<&str>, c
         .because("Safety check: dangerous file or directory");
     }
     let in_workdirs = |p: &str| toolhost_policy::in_working_dirs(p, &ctx.cwd, &ctx.home, &ctx.working_dirs);
-    if ctx.auto_allows_edits() && in_workdirs(file_path) && real_path.is_none_or(in_workdirs) {
+    let real_inside = match real_path {
+        RealPath::Resolved(real) => in_workdirs(real),
+        RealPath::Outside => false,
+        RealPath::Unknown => true,
+    };
+    if ctx.auto_allows_edits() && in_workdirs(file_path) && real_inside {
         return Decision::allow(format!("Permission granted for {} {file_path} (in working directory)", op.verb))
             .because("File is in working directory and not a dangerous path");
     }
     Decision::passthrough("")
 }
 
-/// `path` with its symlinks resolved by the backend, or `None` when it
-/// cannot be resolved (outside the roots, or natively in unit tests, where
-/// there is no host).
-pub fn real_path(path: &str) -> Option<String> {
-    if cfg!(target_arch = "wasm32") { toolhost_sdk::backend::real_path(path).ok() } else { None }
+/// What the backend says of a path with its symlinks resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RealPath<S> {
+    /// The real path.
+    Resolved(S),
+    /// The backend refused to resolve it because a symbolic link on the way
+    /// leads outside the roots granted to the tool.
+    Outside,
+    /// Not known: the path or its folder does not exist yet, the path as
+    /// given lies outside the tool's roots (a `toolhost check` request with
+    /// its own working directories), or there is no host (native unit
+    /// tests).
+    Unknown,
+}
+
+impl RealPath<String> {
+    /// Borrows the resolved path.
+    pub fn as_ref(&self) -> RealPath<&str> {
+        match self {
+            RealPath::Resolved(s) => RealPath::Resolved(s),
+            RealPath::Outside => RealPath::Outside,
+            RealPath::Unknown => RealPath::Unknown,
+        }
+    }
+}
+
+impl<'a> RealPath<&'a str> {
+    /// The resolved path, if any.
+    pub fn resolved(self) -> Option<&'a str> {
+        match self {
+            RealPath::Resolved(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// `path` with its symlinks resolved by the backend. A relative path (or
+/// one starting with `~`) is first made absolute against the call's
+/// context (`ctx.cwd`, `ctx.home`), so the answer does not depend on the
+/// backend's own directory. Natively (unit tests, no host) always
+/// [`RealPath::Unknown`].
+pub fn real_path(path: &str, ctx: &Context) -> RealPath<String> {
+    if !cfg!(target_arch = "wasm32") {
+        return RealPath::Unknown;
+    }
+    let abs = normalize(path, &ctx.cwd, &ctx.home);
+    match toolhost_sdk::backend::real_path(&abs) {
+        Ok(real) => RealPath::Resolved(real),
+        // The host's wordings for a link that leads out of the roots (see
+        // `escape_denied` in the local backend) and for toolhost's own files.
+        Err(ToolError::Denied(m)) if m.contains("a symbolic link on the way") || m.contains("no tool may touch it") => {
+            RealPath::Outside
+        }
+        Err(_) => RealPath::Unknown,
+    }
 }
 
 /// A unified diff of `old` → `new` with 3 lines of context and the given

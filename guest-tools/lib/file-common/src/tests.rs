@@ -61,35 +61,35 @@ fn rule_matching_is_fnmatch() {
 
 #[test]
 fn write_permission_messages() {
-    let d = write_permission(WRITE, "/tmp/project/.env", None, &ctx(PermissionMode::Default));
+    let d = write_permission(WRITE, "/tmp/project/.env", RealPath::Unknown, &ctx(PermissionMode::Default));
     assert_eq!(d.behavior, PermissionBehavior::Ask);
     assert!(d.bypass_immune);
     assert_eq!(d.message, "Permission required: Write operation on sensitive file /tmp/project/.env");
     assert_eq!(d.reason.as_deref(), Some("Safety check: dangerous file or directory"));
 
-    let d = write_permission(WRITE, "/tmp/project/a.txt", None, &ctx(PermissionMode::AcceptEdits));
+    let d = write_permission(WRITE, "/tmp/project/a.txt", RealPath::Unknown, &ctx(PermissionMode::AcceptEdits));
     assert_eq!(d.behavior, PermissionBehavior::Allow);
     assert_eq!(d.message, "Permission granted for writing /tmp/project/a.txt (in working directory)");
     assert_eq!(d.reason.as_deref(), Some("File is in working directory and not a dangerous path"));
 
-    let d = write_permission(WRITE, "/tmp/project/a.txt", None, &ctx(PermissionMode::DontAsk));
+    let d = write_permission(WRITE, "/tmp/project/a.txt", RealPath::Unknown, &ctx(PermissionMode::DontAsk));
     assert_eq!(d.behavior, PermissionBehavior::Allow);
 
     for mode in [PermissionMode::Default, PermissionMode::Bypass, PermissionMode::Explore] {
-        let d = write_permission(WRITE, "/tmp/project/a.txt", None, &ctx(mode));
+        let d = write_permission(WRITE, "/tmp/project/a.txt", RealPath::Unknown, &ctx(mode));
         assert_eq!(d.behavior, PermissionBehavior::Passthrough);
         assert_eq!(d.message, "");
     }
-    let d = write_permission(WRITE, "/etc/a.txt", None, &ctx(PermissionMode::AcceptEdits));
+    let d = write_permission(WRITE, "/etc/a.txt", RealPath::Unknown, &ctx(PermissionMode::AcceptEdits));
     assert_eq!(d.behavior, PermissionBehavior::Passthrough);
     // `..` cannot leave the working directory unnoticed.
-    let d = write_permission(WRITE, "/tmp/project/../x", None, &ctx(PermissionMode::AcceptEdits));
+    let d = write_permission(WRITE, "/tmp/project/../x", RealPath::Unknown, &ctx(PermissionMode::AcceptEdits));
     assert_eq!(d.behavior, PermissionBehavior::Passthrough);
 
-    let d = write_permission(WRITE, "", None, &ctx(PermissionMode::Default));
+    let d = write_permission(WRITE, "", RealPath::Unknown, &ctx(PermissionMode::Default));
     assert_eq!(d.message, "No file path provided");
 
-    let d = write_permission(EDIT, "/x/.GIT/config", None, &ctx(PermissionMode::Bypass));
+    let d = write_permission(EDIT, "/x/.GIT/config", RealPath::Unknown, &ctx(PermissionMode::Bypass));
     assert_eq!(d.message, "Permission required: Edit operation on sensitive file /x/.GIT/config");
 }
 
@@ -97,10 +97,10 @@ fn write_permission_messages() {
 fn write_permission_uses_tool_config() {
     let mut c = ctx(PermissionMode::AcceptEdits);
     c.tool_config = serde_json::json!({"dangerous_files": ["secret.txt"]});
-    assert!(write_permission(WRITE, "/tmp/project/secret.txt", None, &c).bypass_immune);
-    assert_eq!(write_permission(WRITE, "/tmp/project/.env", None, &c).behavior, PermissionBehavior::Allow);
+    assert!(write_permission(WRITE, "/tmp/project/secret.txt", RealPath::Unknown, &c).bypass_immune);
+    assert_eq!(write_permission(WRITE, "/tmp/project/.env", RealPath::Unknown, &c).behavior, PermissionBehavior::Allow);
     c.tool_config = serde_json::json!({"dangerous_files": "nope"});
-    let d = write_permission(WRITE, "/tmp/project/a", None, &c);
+    let d = write_permission(WRITE, "/tmp/project/a", RealPath::Unknown, &c);
     assert!(d.bypass_immune && d.message.contains("settings are invalid"));
 }
 
@@ -134,8 +134,10 @@ fn display_paths() {
 #[test]
 fn a_symlink_to_a_dangerous_file_is_dangerous() {
     let c = ctx(PermissionMode::AcceptEdits);
-    let d = write_permission(WRITE, "/tmp/project/cfg", Some("/tmp/project/.git/config"), &c);
+    let d = write_permission(WRITE, "/tmp/project/cfg", RealPath::Resolved("/tmp/project/.git/config"), &c);
     assert!(d.bypass_immune, "{d:?}");
-    let d = write_permission(WRITE, "/tmp/project/out", Some("/etc/out"), &c);
+    let d = write_permission(WRITE, "/tmp/project/out", RealPath::Resolved("/etc/out"), &c);
     assert_eq!(d.behavior, PermissionBehavior::Passthrough, "a link out of the working dir is not auto-allowed");
+    let d = write_permission(WRITE, "/tmp/project/out", RealPath::Outside, &c);
+    assert_eq!(d.behavior, PermissionBehavior::Passthrough, "a path the backend will not resolve is not auto-allowed");
 }

@@ -3,7 +3,7 @@
 //!
 //! Callers have already checked that the start path resolves inside the
 //! scope; this module keeps the walk inside it (`real_roots`) when symlinks
-//! are followed.
+//! are followed, and leaves toolhost's own files (`protected`) out.
 
 use std::fs::File;
 use std::io;
@@ -21,6 +21,7 @@ use ignore::{WalkBuilder, WalkState};
 use crate::backend::{
     BackendError, DirEntry, EntryKind, SearchFile, SearchLine, SearchMode, SearchRequest, WalkOptions,
 };
+use crate::protected::ProtectedPaths;
 
 /// Version-control directories that are never walked (as the Grep tool's
 /// `--glob !.git ...` in the reference).
@@ -47,7 +48,12 @@ pub(super) fn build_matcher(req: &SearchRequest) -> Result<RegexMatcher, Backend
 }
 
 /// A configured walker over `start`.
-fn walker(start: &Path, opts: &WalkOptions, real_roots: &[PathBuf]) -> Result<WalkBuilder, BackendError> {
+fn walker(
+    start: &Path,
+    opts: &WalkOptions,
+    real_roots: &[PathBuf],
+    protected: &ProtectedPaths,
+) -> Result<WalkBuilder, BackendError> {
     let mut b = WalkBuilder::new(start);
     let r = opts.respect_ignore_files;
     b.hidden(!opts.hidden)
@@ -95,12 +101,17 @@ fn walker(start: &Path, opts: &WalkOptions, real_roots: &[PathBuf]) -> Result<Wa
     }
     let follow = opts.follow_symlinks;
     let roots = real_roots.to_vec();
+    let protected = protected.clone();
     b.filter_entry(move |e| {
         if e.depth() > 0 && e.file_name().to_str().is_some_and(|n| VCS_DIRS.contains(&n)) {
             return false;
         }
+        // toolhost's own files are left out silently, as if absent.
+        if protected.covering(e.path()).is_some() {
+            return false;
+        }
         if follow && e.path_is_symlink() {
-            return inside(e.path(), &roots);
+            return inside(e.path(), &roots, &protected);
         }
         true
     });
@@ -111,12 +122,27 @@ fn threads() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(12)
 }
 
-/// Whether the real path of `p` is under one of `roots`.
-fn inside(p: &Path, roots: &[PathBuf]) -> bool {
+/// Whether the real path of `p` is under one of `roots` and not one of
+/// toolhost's own files.
+fn inside(p: &Path, roots: &[PathBuf], protected: &ProtectedPaths) -> bool {
     match std::fs::canonicalize(p) {
-        Ok(real) => roots.iter().any(|r| real.starts_with(r)),
+        Ok(real) => roots.iter().any(|r| real.starts_with(r)) && protected.covering(&real).is_none(),
         Err(_) => false,
     }
+}
+
+/// Whether `file` is another hard link to one of toolhost's own files.
+fn is_protected_link(file: &File, protected: &ProtectedPaths) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    if protected.is_empty() {
+        return false;
+    }
+    let Ok(meta) = file.metadata() else { return true };
+    meta.nlink() > 1
+        && protected
+            .entries()
+            .iter()
+            .any(|e| std::fs::metadata(&e.path).is_ok_and(|p| p.dev() == meta.dev() && p.ino() == meta.ino()))
 }
 
 fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
@@ -131,8 +157,13 @@ fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
 
 /// Walks from `start`, returning files (and, when symlinks are not followed,
 /// symlinks whose real target is a file inside the roots), sorted by path.
-pub(super) fn walk(start: &Path, opts: &WalkOptions, real_roots: &[PathBuf]) -> Result<Vec<DirEntry>, BackendError> {
-    let builder = walker(start, opts, real_roots)?;
+pub(super) fn walk(
+    start: &Path,
+    opts: &WalkOptions,
+    real_roots: &[PathBuf],
+    protected: &ProtectedPaths,
+) -> Result<Vec<DirEntry>, BackendError> {
+    let builder = walker(start, opts, real_roots, protected)?;
     let names = name_filter(&opts.match_names)?;
     let found = Mutex::new(Vec::new());
     let seen = AtomicUsize::new(0);
@@ -161,7 +192,7 @@ pub(super) fn walk(start: &Path, opts: &WalkOptions, real_roots: &[PathBuf]) -> 
                 if entry.path_is_symlink() { EntryKind::Symlink } else { EntryKind::File }
             } else if ft.is_symlink() && !follow {
                 let target_is_file = std::fs::metadata(entry.path()).map(|m| m.is_file()).unwrap_or(false);
-                if !target_is_file || !inside(entry.path(), real_roots) {
+                if !target_is_file || !inside(entry.path(), real_roots, protected) {
                     return WalkState::Continue;
                 }
                 EntryKind::Symlink
@@ -208,9 +239,10 @@ pub(super) fn search(
     start: &Path,
     req: &SearchRequest,
     real_roots: &[PathBuf],
+    protected: &ProtectedPaths,
     matcher: RegexMatcher,
 ) -> Result<Vec<SearchFile>, BackendError> {
-    let builder = walker(start, &req.files, real_roots)?;
+    let builder = walker(start, &req.files, real_roots, protected)?;
     let names = name_filter(&req.files.match_names)?;
     let results = Mutex::new(Vec::new());
     let seen = AtomicUsize::new(0);
@@ -250,6 +282,9 @@ pub(super) fn search(
             let Ok(file) = open.open(entry.path()) else {
                 return WalkState::Continue;
             };
+            if is_protected_link(&file, protected) {
+                return WalkState::Continue;
+            }
             if let Some(found) = search_file(&mut searcher, &matcher, &file, entry.path(), req) {
                 results.lock().unwrap_or_else(|p| p.into_inner()).push(found);
             }

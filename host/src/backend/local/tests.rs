@@ -624,3 +624,46 @@ async fn a_symlinked_start_reports_paths_under_the_given_path() {
     let files: Vec<String> = f.backend.search(&f.scope, &req).await.unwrap().into_iter().map(|f| f.path).collect();
     assert!(files.iter().all(|p| p.starts_with(&link)), "{files:?}");
 }
+
+/// toolhost's own files inside a granted root: every operation is refused
+/// (as given, through a symlink, through a hard link), listings, walks and
+/// searches leave them out, and the files stay as they were.
+#[tokio::test]
+async fn protected_paths_are_refused_whatever_the_scope() {
+    use crate::protected::{ProtectedKind, ProtectedPaths};
+    let f = Fixture::new();
+    let settings = f.root.join("toolhost.toml");
+    let state = f.root.join("state");
+    fs::write(&settings, b"mode = \"default\"\n").unwrap();
+    fs::create_dir(&state).unwrap();
+    fs::write(state.join("s.json"), b"{}").unwrap();
+    symlink(&settings, f.root.join("link")).unwrap();
+    fs::hard_link(&settings, f.root.join("hard")).unwrap();
+    let mut protected = ProtectedPaths::new();
+    protected.add(ProtectedKind::SettingsFile, &settings);
+    protected.add(ProtectedKind::StateDir, &state);
+    let b = LocalBackend::new(f.root.clone(), f.root.clone()).with_protected(Arc::new(protected));
+    let s = &f.scope;
+    for path in ["toolhost.toml", "link", "hard", "state", "state/s.json", "state/new.json", "x/../toolhost.toml"] {
+        let p = f.p(path);
+        assert!(denied(b.read_file(s, &p).await).contains("no tool may touch it"), "{path}");
+        assert!(denied(b.write_file(s, &p, b"mode = \"bypass\"").await).contains("no tool may touch it"), "{path}");
+        assert!(denied(b.stat(s, &p).await).contains("no tool may touch it"), "{path}");
+        assert!(denied(b.real_path(s, &p).await).contains("no tool may touch it"), "{path}");
+    }
+    denied(b.remove(s, &f.p("toolhost.toml")).await);
+    denied(b.remove(s, &f.p("state")).await);
+    denied(b.list_dir(s, &f.p("state")).await);
+    let names: Vec<String> = b.list_dir(s, &f.p("")).await.unwrap().into_iter().map(|e| e.path).collect();
+    assert!(!names.iter().any(|n| n == "toolhost.toml" || n == "state"), "{names:?}");
+    let walk = WalkOptions { root: f.p(""), hidden: true, follow_symlinks: true, ..Default::default() };
+    let walked: Vec<String> = b.walk(s, &walk).await.unwrap().into_iter().map(|e| e.path).collect();
+    assert!(!walked.iter().any(|p| p.ends_with("toolhost.toml") || p.contains("/state")), "{walked:?}");
+    let request = SearchRequest { files: walk, pattern: "mode|\\{\\}".into(), ..Default::default() };
+    let found: Vec<String> = b.search(s, &request).await.unwrap().into_iter().map(|f| f.path).collect();
+    let leaked = |p: &String| ["toolhost.toml", "link", "hard"].iter().any(|n| p.ends_with(n)) || p.contains("/state");
+    assert!(!found.iter().any(leaked), "{found:?}");
+    assert_eq!(fs::read(&settings).unwrap(), b"mode = \"default\"\n");
+    assert_eq!(fs::read(state.join("s.json")).unwrap(), b"{}");
+    assert!(!state.join("new.json").exists());
+}

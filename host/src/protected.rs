@@ -1,0 +1,314 @@
+//! toolhost's own files, off limits to every tool.
+//!
+//! The settings file (the one read, `--config` included, and the one "allow
+//! and remember" writes to), the session state folder and the compile cache
+//! decide what later calls may do: a tool that rewrites `mode = "bypass"`
+//! into the settings file, plants a session or swaps a compiled component
+//! would widen its own rights. So no tool, built-in or plugin, may touch
+//! them, whatever the mode, the grants or the rules. Two layers hold this:
+//!
+//! * the permission engine denies a call whose input names a protected path
+//!   (a path-like field such as `file_path` or `path`, or a word of a
+//!   `command`), before any rule and in every mode, bypass included
+//!   ([`ProtectedPaths::named_in_input`]; lexical, no filesystem access);
+//! * the local backend refuses every file operation on a protected path or
+//!   below a protected folder, symlinks resolved and hard links to a
+//!   protected file recognised, and leaves them out of walks and searches
+//!   (see [`crate::backend::local`]).
+//!
+//! toolhost takes no lock file, so there is none to protect.
+
+use std::path::{Path, PathBuf};
+
+use crate::backend::scope::normalize_lexically;
+
+/// What a protected path is to toolhost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtectedKind {
+    /// A settings file (read, or written by "allow and remember").
+    SettingsFile,
+    /// The folder of session state files.
+    StateDir,
+    /// The compile cache folder.
+    CacheDir,
+}
+
+impl ProtectedKind {
+    /// How messages name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ProtectedKind::SettingsFile => "toolhost's own settings file",
+            ProtectedKind::StateDir => "toolhost's session state folder",
+            ProtectedKind::CacheDir => "toolhost's compile cache",
+        }
+    }
+
+    fn is_dir(self) -> bool {
+        self != ProtectedKind::SettingsFile
+    }
+}
+
+/// One protected path, as configured and with its symlinks resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectedPath {
+    /// What it is.
+    pub kind: ProtectedKind,
+    /// Absolute and lexically normal, as configured.
+    pub path: PathBuf,
+    /// The symlink-free form, when it differs from `path`.
+    pub real: Option<PathBuf>,
+}
+
+impl ProtectedPath {
+    /// Whether `path` (absolute, lexically normal) is this path or, for a
+    /// folder, lies below it.
+    fn covers(&self, path: &Path) -> bool {
+        let hit = |p: &Path| if self.kind.is_dir() { path.starts_with(p) } else { path == p };
+        hit(&self.path) || self.real.as_deref().is_some_and(hit)
+    }
+
+    /// Whether this path lies at or below `path` (removing `path` would
+    /// remove it).
+    fn below(&self, path: &Path) -> bool {
+        self.path.starts_with(path) || self.real.as_deref().is_some_and(|r| r.starts_with(path))
+    }
+
+    /// The refusal for `path`, which this entry covers or lies below.
+    pub fn refusal(&self, path: &Path) -> String {
+        let what = self.kind.describe();
+        if path == self.path || Some(path) == self.real.as_deref() {
+            format!("{} is {what}; no tool may touch it", path.display())
+        } else if self.covers(path) {
+            format!("{} is inside {what} {}; no tool may touch it", path.display(), self.path.display())
+        } else {
+            format!("{} contains {what} {}; no tool may touch it", path.display(), self.path.display())
+        }
+    }
+}
+
+/// The set of protected paths of one host. Empty by default (a backend or
+/// context built without a host protects nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProtectedPaths {
+    entries: Vec<ProtectedPath>,
+}
+
+impl ProtectedPaths {
+    /// No protected path.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `path` (made absolute against the current directory) as `kind`.
+    /// Its symlink-free form is computed now, as far as the path exists.
+    pub fn add(&mut self, kind: ProtectedKind, path: &Path) {
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let path = normalize_lexically(&abs);
+        let real = real_form(&path).filter(|r| *r != path);
+        if !self.entries.iter().any(|e| e.path == path && e.kind == kind) {
+            self.entries.push(ProtectedPath { kind, path, real });
+        }
+    }
+
+    /// Whether nothing is protected.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Every protected path.
+    pub fn entries(&self) -> &[ProtectedPath] {
+        &self.entries
+    }
+
+    /// The entry that `path` (absolute; normalised here) is, or lies below.
+    /// Lexical: symlinks are the caller's job.
+    pub fn covering(&self, path: &Path) -> Option<&ProtectedPath> {
+        let path = normalize_lexically(path);
+        self.entries.iter().find(|e| e.covers(&path))
+    }
+
+    /// The first entry at or below `path` (absolute): what removing `path`
+    /// would remove.
+    pub fn below(&self, path: &Path) -> Option<&ProtectedPath> {
+        let path = normalize_lexically(path);
+        self.entries.iter().find(|e| e.below(&path))
+    }
+
+    /// The protected paths as seen through `given`, a path whose real form
+    /// is `real` (a walk started through a symlinked folder sees entries
+    /// under `given`, not under `real`).
+    pub fn seen_through(&self, given: &Path, real: &Path) -> ProtectedPaths {
+        let mut out = self.clone();
+        if given == real {
+            return out;
+        }
+        for e in &self.entries {
+            for form in std::iter::once(&e.path).chain(e.real.as_ref()) {
+                if let Ok(rest) = form.strip_prefix(real) {
+                    out.entries.push(ProtectedPath { kind: e.kind, path: given.join(rest), real: None });
+                }
+            }
+        }
+        out
+    }
+
+    /// The refusal text when `input` (a tool call's input object) names a
+    /// protected path: the value of a path-like key (`path`, `*_path`, `cwd`,
+    /// `dir`, `directory`, or an array of such under `paths`), or a word of
+    /// a `command` (split at blanks, quotes and shell operators, with `~`,
+    /// `$HOME` and `${HOME}` expanded). Relative paths are taken against
+    /// `cwd`. Lexical only: a path spelled through a symlink, a glob or a
+    /// variable is left to the backend (files) and the process sandbox
+    /// (commands).
+    pub fn named_in_input(&self, input: &serde_json::Value, cwd: &str, home: &str) -> Option<String> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut found = None;
+        visit_strings(input, None, &mut |key, text| {
+            if found.is_some() {
+                return;
+            }
+            let hit = |word: &str| self.named(word, cwd, home);
+            found = if key == "command" {
+                command_words(text, home).iter().find_map(|w| hit(w))
+            } else if is_path_key(key) {
+                hit(text)
+            } else {
+                None
+            };
+        });
+        found
+    }
+
+    fn named(&self, word: &str, cwd: &str, home: &str) -> Option<String> {
+        if word.is_empty() {
+            return None;
+        }
+        let expanded = if word == "~" {
+            PathBuf::from(home)
+        } else if let Some(rest) = word.strip_prefix("~/") {
+            Path::new(home).join(rest)
+        } else {
+            PathBuf::from(word)
+        };
+        let abs = if expanded.is_absolute() { expanded } else { Path::new(cwd).join(expanded) };
+        if !abs.is_absolute() {
+            return None;
+        }
+        let abs = normalize_lexically(&abs);
+        self.covering(&abs).map(|e| e.refusal(&abs))
+    }
+}
+
+/// Keys whose string values are paths.
+fn is_path_key(key: &str) -> bool {
+    matches!(key, "path" | "paths" | "cwd" | "dir" | "directory") || key.ends_with("_path")
+}
+
+/// Calls `f(key, text)` for every string in `value`, with the key of the
+/// object member it sits under (array items inherit their array's key).
+fn visit_strings(value: &serde_json::Value, key: Option<&str>, f: &mut impl FnMut(&str, &str)) {
+    match value {
+        serde_json::Value::String(s) => f(key.unwrap_or(""), s),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| visit_strings(v, key, f)),
+        serde_json::Value::Object(map) => map.iter().for_each(|(k, v)| visit_strings(v, Some(k), f)),
+        _ => {}
+    }
+}
+
+/// The words of a shell command that could name a file, over-inclusively:
+/// `$HOME`/`${HOME}` expanded, backslashes dropped, split at blanks, quotes,
+/// shell operators, `=`, `:` and `,`.
+fn command_words(command: &str, home: &str) -> Vec<String> {
+    let text = command.replace("${HOME}", home).replace("$HOME", home).replace('\\', "");
+    text.split(|c: char| c.is_whitespace() || ";&|<>()`'\"=:,{}".contains(c))
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The real form of `path`: the longest existing prefix with its symlinks
+/// resolved, the rest appended.
+pub(crate) fn real_form(path: &Path) -> Option<PathBuf> {
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&existing) {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return Some(normalize_lexically(&out));
+        }
+        rest.push(existing.file_name()?.to_os_string());
+        if !existing.pop() {
+            return None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn paths() -> ProtectedPaths {
+        let mut p = ProtectedPaths::new();
+        p.add(ProtectedKind::SettingsFile, Path::new("/w/toolhost.toml"));
+        p.add(ProtectedKind::StateDir, Path::new("/home/u/.local/state/toolhost"));
+        p
+    }
+
+    #[test]
+    fn a_path_field_naming_a_protected_path_is_found() {
+        let p = paths();
+        for input in [
+            json!({"file_path": "/w/toolhost.toml"}),
+            json!({"file_path": "toolhost.toml"}),
+            json!({"file_path": "./sub/../toolhost.toml"}),
+            json!({"path": "~/.local/state/toolhost/sessions"}),
+            json!({"notebook_path": "/home/u/.local/state/toolhost/x.json"}),
+        ] {
+            assert!(p.named_in_input(&input, "/w", "/home/u").is_some(), "{input}");
+        }
+        for input in [
+            json!({"file_path": "/w/toolhost.toml.bak"}),
+            json!({"file_path": "/w/a.py", "content": "see toolhost.toml"}),
+            json!({"path": "/home/u/.local/state"}),
+        ] {
+            assert!(p.named_in_input(&input, "/w", "/home/u").is_none(), "{input}");
+        }
+    }
+
+    #[test]
+    fn a_command_word_naming_a_protected_path_is_found() {
+        let p = paths();
+        for command in [
+            "echo 'mode = \"bypass\"' >> toolhost.toml",
+            "cat>toolhost.toml",
+            "sed -i s/a/b/ \"/w/toolhost.toml\"",
+            "rm -rf $HOME/.local/state/toolhost",
+            "ls ${HOME}/.local/state/toolhost/sessions",
+            "cp x ~/.local/state/toolhost/",
+            "tool --config=toolhost.toml",
+            "cat tool\\host.toml",
+        ] {
+            let found = p.named_in_input(&json!({"command": command}), "/w", "/home/u");
+            assert!(found.is_some(), "{command}");
+        }
+        for command in ["ls", "cat toolhost.toml.example", "echo toolhost", "git status"] {
+            assert!(p.named_in_input(&json!({"command": command}), "/w", "/home/u").is_none(), "{command}");
+        }
+    }
+
+    #[test]
+    fn refusals_name_what_the_path_is() {
+        let p = paths();
+        let text = p.named_in_input(&json!({"file_path": "toolhost.toml"}), "/w", "/h").unwrap();
+        assert_eq!(text, "/w/toolhost.toml is toolhost's own settings file; no tool may touch it");
+        let e = p.below(Path::new("/home/u/.local")).unwrap();
+        assert!(e.refusal(Path::new("/home/u/.local")).contains("contains toolhost's session state folder"));
+    }
+}
