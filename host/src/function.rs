@@ -35,6 +35,7 @@ use anyhow::{Context as _, Result};
 use futures::FutureExt as _;
 use tokio::sync::mpsc;
 
+use crate::capability::Phase;
 use crate::instance::{ToolInstance, with_deadline};
 use crate::permission::{self, Behavior, PolicyTool, Rule, ToolVerdict};
 use crate::response::{Chunk, ResultState};
@@ -338,25 +339,37 @@ impl Toolhost {
         let label = format!("function tool {}", tool.name);
         let (info, validator) =
             validate_metadata(tool.metadata(), Origin::Native, String::new(), String::new(), &label)?;
-        let loaded = LoadedTool { info, kind: ToolKind::Function(Arc::new(tool)), validator: Arc::new(validator) };
+        let loaded = LoadedTool {
+            info,
+            kind: ToolKind::Function(Arc::new(tool)),
+            validator: Arc::new(validator),
+            grants: Default::default(),
+        };
         self.insert_loaded(loaded, &label)
     }
 
-    /// A fresh callable for `loaded`, its output going to `output`.
+    /// A fresh callable for `loaded` in `phase`, its output going to
+    /// `output`: a decision instance ([`Phase::Decide`]) gets no capability
+    /// and no agent state; a call instance gets the grants of its phase.
     pub(crate) async fn instantiate_loaded(
         &self,
         loaded: &LoadedTool,
         session: Option<Arc<AgentState>>,
         output: mpsc::Sender<Chunk>,
+        phase: Phase,
     ) -> Result<CallableTool> {
         let limits = self.settings().limits;
         match &loaded.kind {
             ToolKind::Component(pre) => {
+                let agent_state = match phase {
+                    Phase::Decide => None,
+                    Phase::ReadOnlyCall | Phase::Call => Some(session.unwrap_or_else(|| self.state().clone())),
+                };
                 let setup = CallSetup {
                     tool: Arc::from(loaded.info.name.as_str()),
-                    grants: Arc::new(self.grants_for(&loaded.info)),
+                    grants: self.phase_grants(loaded, phase),
                     backend: self.backend(),
-                    agent_state: Some(session.unwrap_or_else(|| self.state().clone())),
+                    agent_state,
                     limits,
                     deadline: Deadline::for_limits(&limits),
                     output,

@@ -58,7 +58,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::backend::Backend;
-use crate::capability::{Declared, Grants};
+use crate::capability::{Declared, Grants, Phase};
 use crate::function::CallableTool;
 use crate::instance::with_deadline;
 use crate::response::Chunk;
@@ -387,8 +387,10 @@ struct Chain {
     session: Option<Arc<AgentState>>,
     deadline: Deadline,
     limits: Limits,
-    /// The instance the permission engine consulted, used for the first run.
+    /// The call instance made after the decision, used for the first run.
     first: Mutex<Option<CallableTool>>,
+    /// The phase the tool's instances run in (read-only or full grants).
+    phase: Phase,
     /// Failures of inner layers: (position, failure, was waiting).
     failures: Mutex<Vec<(usize, LayerFailure)>>,
     /// Inner layers running as tasks.
@@ -409,9 +411,10 @@ impl ChainRunner for Link {
 }
 
 /// Runs one call through the middleware attached to its tool, the tool's
-/// `call` innermost; `instance` is the (already permission-checked) tool
-/// instance and `output` where the outermost layer's chunks go. Without
-/// middleware this is exactly `instance.call(input)`.
+/// `call` innermost; `instance` is the tool's call instance (made after the
+/// decision, with the grants of `phase`) and `output` where the outermost
+/// layer's chunks go. Without middleware this is exactly
+/// `instance.call(input)`.
 pub(crate) async fn run_chain(
     host: Toolhost,
     tool: Arc<LoadedTool>,
@@ -419,6 +422,7 @@ pub(crate) async fn run_chain(
     input: String,
     session: Option<Arc<AgentState>>,
     output: mpsc::Sender<Chunk>,
+    phase: Phase,
 ) -> Result<InnerOutcome, CallFailure> {
     let layers = host.middleware_registry().chain_for(&tool.info.name)?;
     if layers.is_empty() {
@@ -438,6 +442,7 @@ pub(crate) async fn run_chain(
         deadline,
         limits,
         first: Mutex::new(Some(instance)),
+        phase,
         failures: Mutex::new(Vec::new()),
         tasks: Mutex::new(Vec::new()),
     });
@@ -498,15 +503,17 @@ impl Chain {
         let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
         let mut instance = match first {
             Some(instance) => instance,
-            None => match self.host.instantiate_loaded(&self.tool, self.session.clone(), output.clone()).await {
-                Ok(instance) => instance,
-                Err(e) => {
-                    return Err(LayerFailure {
-                        failure: CallFailure::Tool(GuestFailure::Trap { message: format!("{e:#}") }),
-                        waiting: false,
-                    });
+            None => {
+                match self.host.instantiate_loaded(&self.tool, self.session.clone(), output.clone(), self.phase).await {
+                    Ok(instance) => instance,
+                    Err(e) => {
+                        return Err(LayerFailure {
+                            failure: CallFailure::Tool(GuestFailure::Trap { message: format!("{e:#}") }),
+                            waiting: false,
+                        });
+                    }
                 }
-            },
+            }
         };
         instance.redirect(output, self.deadline.clone());
         instance.call(&input).await.map_err(|f| LayerFailure { failure: CallFailure::Tool(f), waiting: false })

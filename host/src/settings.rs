@@ -13,12 +13,16 @@
 //! plugin_dirs = ["tools/"]
 //!
 //! [grants.WordCount]                  # third-party tools get nothing unless granted
-//! fs_read = ["$WORKDIRS"]
+//! fs_read = ["$WORKDIRS"]              # roots: $WORKDIRS or absolute, no . or ..
+//!
+//! [grants.Bash]                       # for a built-in only `env` is read:
+//! env = ["GOPATH", "NODE_ENV=dev"]     # variables its processes get besides PATH, HOME, ...
 //!
 //! [limits]
 //! timeout_ms = 120000
 //! max_memory_bytes = 268435456
 //! max_output_bytes = 8388608
+//! max_state_value_bytes = 1048576
 //!
 //! [tools.Bash]                        # a tool's own settings
 //! dangerous_files = [".env", ".bashrc"]

@@ -175,6 +175,9 @@ pub struct LoadedTool {
     pub info: ToolInfo,
     pub(crate) kind: ToolKind,
     pub(crate) validator: Arc<jsonschema::Validator>,
+    /// Its grants in each phase, computed on first use by the host that
+    /// holds it.
+    pub(crate) grants: std::sync::OnceLock<crate::capability::PhaseGrants>,
 }
 
 /// What runs a loaded tool's calls.
@@ -231,7 +234,12 @@ pub async fn load_component_with_hash(
         .map_err(|e| LoadError::Instantiate(label.into(), format!("{e:#}")))?;
     let (info, validator) = validate_metadata(metadata, origin, wit_version, sha256, label)?;
     Ok(LoadReport {
-        tool: LoadedTool { info, kind: ToolKind::Component(pre), validator: Arc::new(validator) },
+        tool: LoadedTool {
+            info,
+            kind: ToolKind::Component(pre),
+            validator: Arc::new(validator),
+            grants: Default::default(),
+        },
         cache,
         imports,
     })
@@ -324,6 +332,10 @@ pub(crate) fn validate_metadata(
     })?;
     let validator = jsonschema::validator_for(&schema)
         .map_err(|e| bad(format!("the input schema of '{}' is not valid JSON Schema: {e}", m.name)))?;
+    for root in m.capabilities.fs_read.iter().chain(&m.capabilities.fs_write) {
+        crate::capability::check_root(root)
+            .map_err(|e| bad(format!("tool '{}' declares a filesystem root it may not: {e}", m.name)))?;
+    }
     let result_metadata_schema = match m.result_metadata_schema {
         Some(text) => {
             Some(serde_json::from_str(&text).map_err(|e| bad(format!("result-metadata-schema is not JSON: {e}")))?)

@@ -1,11 +1,17 @@
 //! [`Toolhost`]: the library API. Load tools, list and describe them, and
 //! call them through the whole pipeline:
 //!
-//! lookup → parse → validate against the schema → permission engine → ask
-//! the caller → (external tools stop here) → fresh instance → `call` →
-//! chunks streamed and accumulated into the final response.
+//! lookup → parse → validate against the schema → permission engine (in a
+//! decision instance with no capability) → ask the caller → (external tools
+//! stop here) → a fresh call instance with the grants → `call` → chunks
+//! streamed and accumulated into the final response.
 //!
-//! Nothing runs guest code before the input has been parsed and validated.
+//! Nothing runs guest code before the input has been parsed and validated,
+//! and no guest code holds a grant before the decision: the permission
+//! exports run in an instance of their own with no capability
+//! ([`Phase::Decide`]); `call` runs in a second, fresh instance with the
+//! full grants, or read-only grants when the call was allowed because the
+//! tool said it only reads ([`Phase::ReadOnlyCall`]).
 //!
 //! **Loading.** Every tool is registered by name at once; the built-ins are
 //! registered *not yet loaded* and each is loaded (compiled through the
@@ -26,7 +32,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::Backend;
 use crate::backend::local::LocalBackend;
-use crate::capability::{Grants, Policy};
+use crate::capability::{Grants, Phase, PhaseGrants, Policy};
 use crate::events::{CallEvent, CallStream, ExternalCall, PermissionAnswer, PermissionRequest};
 use crate::function::CallableTool;
 use crate::permission::{self, Behavior, Decision, Mode, Rule, RuleSet};
@@ -129,6 +135,9 @@ impl ToolhostBuilder {
             }
         }
         let rules = settings.permissions.rule_set().context("reading [permissions] rules")?;
+        for (name, policy) in &settings.grants {
+            policy.validate(name).map_err(anyhow::Error::msg)?;
+        }
         let runtime = Runtime::new(&RuntimeOptions {
             cache_dir: Some(settings.cache_dir()),
             limits: settings.limits,
@@ -368,10 +377,12 @@ impl Toolhost {
     /// The grants a tool gets: built-ins their declared needs over the
     /// working directories and read roots; plugins only what
     /// `[grants.NAME]` allows.
+    /// A built-in's `[grants.NAME]` table contributes only its `env`.
     pub fn grants_for(&self, info: &ToolInfo) -> Grants {
+        let configured = self.inner.settings.grants.get(&info.name).cloned().unwrap_or_default();
         let policy = match info.origin {
-            Origin::Builtin => Policy::builtin(),
-            Origin::File(_) | Origin::Native => self.inner.settings.grants.get(&info.name).cloned().unwrap_or_default(),
+            Origin::Builtin => Policy { env: configured.env, ..Policy::builtin() },
+            Origin::File(_) | Origin::Native => configured,
         };
         let read_roots = match info.origin {
             Origin::Builtin => self.inner.settings.read_roots.clone(),
@@ -379,6 +390,11 @@ impl Toolhost {
         };
         let builtin = info.origin == Origin::Builtin;
         Grants::intersect(&info.name, &info.capabilities, &policy, &self.inner.working_dirs, &read_roots, builtin)
+    }
+
+    /// The grants `loaded` uses in `phase`, computed once per loaded tool.
+    pub(crate) fn phase_grants(&self, loaded: &LoadedTool, phase: Phase) -> Arc<Grants> {
+        loaded.grants.get_or_init(|| PhaseGrants::new(self.grants_for(&loaded.info))).get(phase)
     }
 
     /// The permission context for `tool` in `mode`: the working directories
@@ -445,8 +461,9 @@ impl Toolhost {
         })
     }
 
-    /// A fresh instance of `tool` (loading the tool on first use), for a
-    /// call or a check.
+    /// A fresh instance of `tool` (loading the tool on first use) with its
+    /// full grants, for running `call` once a decision allowed it. For
+    /// permission checks use [`Toolhost::decision_instance`].
     pub async fn instantiate(
         &self,
         tool: &str,
@@ -454,7 +471,16 @@ impl Toolhost {
         output: mpsc::Sender<Chunk>,
     ) -> Result<CallableTool> {
         let loaded = self.tool(tool).await?;
-        self.instantiate_loaded(&loaded, session, output).await
+        self.instantiate_loaded(&loaded, session, output, Phase::Call).await
+    }
+
+    /// A fresh instance of `tool` with no capability at all (no files, no
+    /// processes, no agent state, output discarded), for the permission
+    /// exports. It may be reused for many checks.
+    pub async fn decision_instance(&self, tool: &str) -> Result<CallableTool> {
+        let loaded = self.tool(tool).await?;
+        let (tx, _rx) = mpsc::channel(1);
+        self.instantiate_loaded(&loaded, None, tx, Phase::Decide).await
     }
 
     /// The active backend.
@@ -483,7 +509,7 @@ impl Toolhost {
         let loaded = self.tool(tool).await?;
         validate_input(&loaded, input).map_err(anyhow::Error::msg)?;
         let (tx, _rx) = mpsc::channel(1);
-        let mut instance = self.instantiate_loaded(&loaded, None, tx).await?;
+        let mut instance = self.instantiate_loaded(&loaded, None, tx, Phase::Decide).await?;
         Ok(permission::evaluate(&mut instance, &input.to_string(), ctx, rules).await)
     }
 
@@ -530,8 +556,10 @@ impl Toolhost {
             return fail(message).await;
         }
         let input_text = input.to_string();
-        let (out_tx, mut out_rx) = mpsc::channel::<Chunk>(32);
-        let mut instance = match self.instantiate_loaded(&loaded, request.session.clone(), out_tx.clone()).await {
+        // The decision runs in an instance with no capability; what it
+        // emits goes nowhere.
+        let (discard, _) = mpsc::channel::<Chunk>(1);
+        let mut decider = match self.instantiate_loaded(&loaded, None, discard, Phase::Decide).await {
             Ok(i) => i,
             Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
         };
@@ -539,7 +567,8 @@ impl Toolhost {
         let mode = request.mode.unwrap_or(self.mode());
         let ctx = self.permission_context(&request.tool, mode);
         let rules = self.rules();
-        let decision = permission::evaluate(&mut instance, &input_text, &ctx, &rules).await;
+        let decision = permission::evaluate(&mut decider, &input_text, &ctx, &rules).await;
+        drop(decider);
         match decision.behavior {
             Behavior::Allow => {}
             Behavior::Deny => return Some(denied(&request.id, decision.message)),
@@ -590,8 +619,15 @@ impl Toolhost {
             return None;
         }
 
+        // `call` gets the grants, in a fresh instance: read-only ones when
+        // the tool's own read-only claim is what allowed the call.
+        let phase = if decision.read_only { Phase::ReadOnlyCall } else { Phase::Call };
+        let (out_tx, mut out_rx) = mpsc::channel::<Chunk>(32);
+        let instance = match self.instantiate_loaded(&loaded, request.session.clone(), out_tx.clone(), phase).await {
+            Ok(i) => i,
+            Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
+        };
         // The middleware chain attached to the tool (if any) wraps `call`.
-        instance.rearm(&self.inner.settings.limits);
         let chain = crate::middleware::run_chain(
             self.clone(),
             loaded.clone(),
@@ -599,6 +635,7 @@ impl Toolhost {
             input_text,
             request.session.clone(),
             out_tx,
+            phase,
         );
         let mut response = ToolResponse::new(&request.id);
         let forward = async {

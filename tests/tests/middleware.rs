@@ -124,13 +124,13 @@ async fn retry_reruns_a_failing_tool_on_a_fresh_instance() {
     let host = scratch.host(s).await;
 
     // Calls 1 and 2 fail, the third attempt succeeds; failed attempts' output is held back.
-    let r = call(&host, "Counter", json!({"fail_until": 2}), PermissionAnswer::Deny).await;
+    let r = call(&host, "Counter", json!({"fail_until": 2}), PermissionAnswer::AllowOnce).await;
     assert_eq!(r.state, ResultState::Success, "{r:?}");
     assert_eq!(r.text(), "call 3");
     assert_eq!(r.metadata["retry"]["attempts"], 3);
 
     // Three failures in a row: the last error is returned.
-    let r = call(&host, "Counter", json!({"fail_until": 100}), PermissionAnswer::Deny).await;
+    let r = call(&host, "Counter", json!({"fail_until": 100}), PermissionAnswer::AllowOnce).await;
     assert_eq!(r.state, ResultState::Error);
     assert!(r.text().contains("transient failure on call 6"), "{}", r.text());
     assert_eq!(r.metadata["retry"]["attempts"], 3);
@@ -169,12 +169,12 @@ async fn cache_short_circuits_repeated_calls_without_running_the_tool() {
     s.middleware.attach.insert("Counter".into(), vec!["cache".into()]);
     let host = scratch.host(s).await;
 
-    let first = call(&host, "Counter", json!({"tag": "a"}), PermissionAnswer::Deny).await;
+    let first = call(&host, "Counter", json!({"tag": "a"}), PermissionAnswer::AllowOnce).await;
     assert_eq!((first.text().as_str(), &first.metadata["cache"]), ("call 1", &json!("miss")));
-    let again = call(&host, "Counter", json!({"tag": "a"}), PermissionAnswer::Deny).await;
+    let again = call(&host, "Counter", json!({"tag": "a"}), PermissionAnswer::AllowOnce).await;
     assert_eq!((again.text().as_str(), &again.metadata["cache"]), ("call 1", &json!("hit")));
     // The tool did not run for the hit: the next miss is its second call.
-    let other = call(&host, "Counter", json!({"tag": "b"}), PermissionAnswer::Deny).await;
+    let other = call(&host, "Counter", json!({"tag": "b"}), PermissionAnswer::AllowOnce).await;
     assert_eq!((other.text().as_str(), &other.metadata["cache"]), ("call 2", &json!("miss")));
 }
 
@@ -186,7 +186,7 @@ async fn cache_without_the_state_grant_never_hits() {
     s.middleware.attach.insert("Counter".into(), vec!["cache".into()]);
     let host = scratch.host(s).await;
     for n in 1..=2 {
-        let r = call(&host, "Counter", json!({}), PermissionAnswer::Deny).await;
+        let r = call(&host, "Counter", json!({}), PermissionAnswer::AllowOnce).await;
         assert_eq!(r.text(), format!("call {n}"));
         assert_eq!(r.metadata["cache"], "miss");
     }

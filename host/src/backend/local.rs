@@ -74,8 +74,8 @@ pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 16 * 1024 * 1024;
 /// Security defaults: paths are confined to the caller's [`FsScope`] through
 /// `cap-std` (see the module docs); nothing outside a granted root is read or
 /// written, symlinks never lead out, writes are atomic and refuse hard-linked
-/// files; processes run in their own process group with stdin closed, the
-/// host environment inherited plus the request's variables, and are killed
+/// files; processes run in their own process group with stdin closed and
+/// exactly the request's environment (nothing inherited), and are killed
 /// as a group at their timeout.
 pub struct LocalBackend {
     cwd: PathBuf,

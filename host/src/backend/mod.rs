@@ -138,7 +138,8 @@ pub struct ExecRequest {
     pub argv: Vec<String>,
     /// Working directory; `None` = the backend's cwd.
     pub cwd: Option<String>,
-    /// Extra environment variables.
+    /// The whole environment of the process: it inherits nothing else
+    /// (the host scrubs it, see [`crate::capability::process_env`]).
     pub env: Vec<(String, String)>,
     /// Kill the whole process group after this long.
     pub timeout: Duration,

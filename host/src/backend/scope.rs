@@ -32,12 +32,15 @@ pub struct FsScope {
     roots: Vec<Root>,
     /// How the user can widen the scope, e.g. `--grant NAME=fs-read:/path`.
     hint: String,
+    /// Why writes are refused everywhere, when the scope was made read-only
+    /// for one call ([`FsScope::read_only`]).
+    read_only_because: Option<String>,
 }
 
 impl FsScope {
     /// A scope that refuses every path.
     pub fn none(tool: &str, hint: impl Into<String>) -> Self {
-        Self { tool: tool.to_string(), roots: Vec::new(), hint: hint.into() }
+        Self { tool: tool.to_string(), roots: Vec::new(), hint: hint.into(), read_only_because: None }
     }
 
     /// A scope over `roots`; duplicate roots keep the widest access.
@@ -50,7 +53,13 @@ impl FsScope {
                 None => merged.push(Root { path, write: root.write }),
             }
         }
-        Self { tool: tool.to_string(), roots: merged, hint: hint.into() }
+        Self { tool: tool.to_string(), roots: merged, hint: hint.into(), read_only_because: None }
+    }
+
+    /// The same roots, every one read-only; a refused write says `because`.
+    pub fn read_only(&self, because: impl Into<String>) -> Self {
+        let roots = self.roots.iter().map(|r| Root { path: r.path.clone(), write: false }).collect();
+        Self { roots, read_only_because: Some(because.into()), ..self.clone() }
     }
 
     /// The granted roots.
@@ -97,11 +106,14 @@ impl FsScope {
             .map(|r| r.path.display().to_string())
             .collect();
         let granted = if granted.is_empty() { "none".to_string() } else { granted.join(", ") };
+        let hint = match (&self.read_only_because, access) {
+            (Some(because), Access::Write) => because,
+            _ => &self.hint,
+        };
         BackendError::Denied(format!(
-            "{verb} access to {} is outside the roots granted to tool '{}' ({verb}: {granted}); {}",
+            "{verb} access to {} is outside the roots granted to tool '{}' ({verb}: {granted}); {hint}",
             path.display(),
             self.tool,
-            self.hint
         ))
     }
 }

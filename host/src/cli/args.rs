@@ -56,7 +56,7 @@ pub struct Global {
     /// Load every .wasm file in a directory as a plugin (repeatable)
     #[arg(long = "plugins", global = true, value_name = "DIR")]
     pub plugin_dirs: Vec<PathBuf>,
-    /// Grant a plugin a capability: NAME=fs-read[:/path], NAME=fs-write[:/path], NAME=exec, NAME=state, NAME=all (repeatable)
+    /// Grant a plugin a capability: NAME=fs-read[:/path], NAME=fs-write[:/path], NAME=exec, NAME=state, NAME=env:VAR[=value] (a variable for the processes it spawns), NAME=all (repeatable)
     #[arg(long = "grant", global = true, value_name = "NAME=CAP")]
     pub grants: Vec<String>,
     /// Load a middleware component (repeatable); attach it with --attach
@@ -74,6 +74,9 @@ pub struct Global {
     /// Per-call output limit in bytes
     #[arg(long, global = true, value_name = "BYTES")]
     pub max_output_bytes: Option<u64>,
+    /// Largest value (key plus JSON text) a tool may store in the agent state, in bytes
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub max_state_value_bytes: Option<u64>,
     /// Do not load the embedded built-in tools
     #[arg(long, global = true)]
     pub no_builtins: bool,
@@ -123,6 +126,9 @@ impl Global {
         }
         if let Some(b) = self.max_output_bytes {
             s.limits.max_output_bytes = b;
+        }
+        if let Some(b) = self.max_state_value_bytes {
+            s.limits.max_state_value_bytes = b;
         }
         if self.no_builtins {
             s.builtins = false;

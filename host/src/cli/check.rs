@@ -7,7 +7,6 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use anyhow::{Context as _, Result, bail};
-use tokio::sync::mpsc;
 use toolhost::Toolhost;
 use toolhost::function::CallableTool;
 use toolhost::permission::check::{CheckRequest, decision_json, write_answer, write_error};
@@ -419,8 +418,8 @@ impl Batch {
 
 /// One lane of a batch: an instance per tool, reused line after line.
 ///
-/// Reuse is safe here, unlike for calls: a check runs no tool code with any
-/// capability (checks get no grants in use, no output, no processes), and the
+/// Reuse is safe here, unlike for calls: these are decision instances with
+/// no capability at all (no files, processes, state or output), and the
 /// permission methods are pure functions of the input, context and rule
 /// texts passed with each request, so an earlier request cannot change a
 /// later answer. The one-fresh-instance-per-call rule is about `call`, which
@@ -441,16 +440,13 @@ impl Worker {
         };
         let (tool, ctx) = match self.tools.get_mut(req.tool.as_str()) {
             Some(found) => found,
-            None => {
-                let (tx, _rx) = mpsc::channel(1);
-                match batch.host.instantiate(&req.tool, None, tx).await {
-                    Ok(tool) => match self.tools.entry(req.tool.clone()) {
-                        Entry::Vacant(e) => e.insert((tool, batch.context(&req.tool))),
-                        Entry::Occupied(e) => e.into_mut(),
-                    },
-                    Err(err) => return write_error(out, &req.id, &format!("{err:#}")),
-                }
-            }
+            None => match batch.host.decision_instance(&req.tool).await {
+                Ok(tool) => match self.tools.entry(req.tool.clone()) {
+                    Entry::Vacant(e) => e.insert((tool, batch.context(&req.tool))),
+                    Entry::Occupied(e) => e.into_mut(),
+                },
+                Err(err) => return write_error(out, &req.id, &format!("{err:#}")),
+            },
         };
         // Each request gets the full deadline.
         tool.rearm(&batch.limits);

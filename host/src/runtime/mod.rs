@@ -29,7 +29,8 @@ pub use store::CallState;
 pub const EPOCH_TICK: Duration = Duration::from_millis(2);
 
 /// The budget of one call. Security-relevant defaults: 120 s wall clock,
-/// 256 MiB of linear memory, 8 MiB of output, processes at most 600 s.
+/// 256 MiB of linear memory, 8 MiB of output, processes at most 600 s,
+/// agent-state values at most 1 MiB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
@@ -42,6 +43,9 @@ pub struct Limits {
     /// The longest a tool may ask a process to run, in milliseconds. A call
     /// that starts a process gets its deadline extended to cover it.
     pub max_process_timeout_ms: u64,
+    /// The largest value a tool may store in the agent state with `set` or
+    /// `compare-and-set`, in bytes of key plus JSON text.
+    pub max_state_value_bytes: u64,
 }
 
 impl Default for Limits {
@@ -51,6 +55,7 @@ impl Default for Limits {
             max_memory_bytes: 256 << 20,
             max_output_bytes: 8 << 20,
             max_process_timeout_ms: 600_000,
+            max_state_value_bytes: 1 << 20,
         }
     }
 }

@@ -64,6 +64,7 @@ pub(super) fn spawn(cwd: &Path, request: &ExecRequest, cap: u64) -> Result<Box<d
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(cwd)
+        .env_clear()
         .envs(request.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

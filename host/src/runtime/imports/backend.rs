@@ -56,7 +56,7 @@ fn walk_options(o: wit::WalkOptions) -> be::WalkOptions {
 impl CallState {
     /// Makes a relative path absolute against the backend's cwd, so scope
     /// checks always see absolute paths.
-    fn absolute(&self, path: &str) -> String {
+    pub(super) fn absolute(&self, path: &str) -> String {
         let expanded = self.backend.expand_user(path);
         if expanded.starts_with('/') {
             expanded
@@ -64,6 +64,32 @@ impl CallState {
             format!("{}/{}", self.backend.cwd().trim_end_matches('/'), expanded)
         }
     }
+}
+
+/// A process's working directory: `abs` with its symlinks resolved, which
+/// must lie inside `scope` (the tool's granted roots).
+async fn process_cwd(
+    backend: &dyn be::Backend,
+    scope: &be::FsScope,
+    tool: &str,
+    abs: String,
+) -> Result<String, ToolError> {
+    backend.real_path(scope, &abs).await.map_err(|e| {
+        ToolError::Denied(format!(
+            "denied: the working directory {abs} is not inside the roots granted to tool '{tool}'; pass a cwd inside them, or none for the backend's working directory ({e})"
+        ))
+    })
+}
+
+/// The whole environment of a spawned process: the scrubbed base of the
+/// grants, then the variables the tool asked for.
+fn process_env(base: &[(String, String)], requested: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut env = base.to_vec();
+    for (name, value) in requested {
+        env.retain(|(k, _)| *k != name);
+        env.push((name, value));
+    }
+    env
 }
 
 impl wit::Host for CallState {
@@ -123,8 +149,10 @@ impl wit::Host for CallState {
     }
 
     async fn real_path(&mut self, path: String) -> wasmtime::Result<Result<String, ToolError>> {
+        // The lookup scope: a permission check may resolve symlinks (a
+        // metadata lookup, no content) inside the roots its call may read.
         let path = self.absolute(&path);
-        Ok(self.backend.real_path(&self.grants.fs, &path).await.map_err(Into::into))
+        Ok(self.backend.real_path(&self.grants.lookup, &path).await.map_err(Into::into))
     }
 
     async fn walk(&mut self, options: wit::WalkOptions) -> wasmtime::Result<Result<Vec<wit::DirEntry>, ToolError>> {
@@ -188,8 +216,8 @@ impl wit::Host for CallState {
         &mut self,
         request: wit::ExecRequest,
     ) -> wasmtime::Result<Result<Resource<ProcessHandle>, ToolError>> {
-        if !self.grants.process_exec {
-            return Ok(Err(ToolError::Denied(self.grants.denied("exec"))));
+        if let Err(message) = self.grants.exec_allowed() {
+            return Ok(Err(ToolError::Denied(message)));
         }
         let limit = self.call_limits.max_process_timeout_ms;
         if request.timeout_ms > limit {
@@ -198,6 +226,13 @@ impl wit::Host for CallState {
                 request.timeout_ms
             ))));
         }
+        let cwd = match request.cwd {
+            Some(cwd) => match process_cwd(&*self.backend, &self.grants.fs, &self.tool, self.absolute(&cwd)).await {
+                Ok(real) => Some(real),
+                Err(e) => return Ok(Err(e)),
+            },
+            None => None,
+        };
         let timeout = Duration::from_millis(request.timeout_ms);
         self.deadline.extend_for(timeout);
         let cap = match request.max_output_bytes {
@@ -206,8 +241,8 @@ impl wit::Host for CallState {
         };
         let exec = be::ExecRequest {
             argv: request.argv,
-            cwd: request.cwd.map(|c| self.absolute(&c)),
-            env: request.env,
+            cwd,
+            env: process_env(&self.grants.env, request.env),
             timeout,
             max_output_bytes: cap,
         };

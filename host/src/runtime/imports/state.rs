@@ -1,11 +1,28 @@
+//! The `state` interface. What a tool may do with the agent state depends
+//! on its grant and the call's phase ([`crate::capability::Phase`]): nothing
+//! while deciding, reads (and the host-verified read cache) in a read-only
+//! call, everything in a full call.
+//!
+//! The read cache holds only what the host itself read: `cache-file` is
+//! accepted only when the content equals the file as the host reads it at
+//! that moment through the tool's own scope (byte for byte, or as text with
+//! its line endings normalised to `\n`, as Read records it), and
+//! `cached-file` hands out an entry only for a path the tool may read.
+
+use std::sync::Arc;
+
+use crate::backend::scope::Access;
 use crate::backend::{self, BackendError};
 use crate::runtime::CallState;
 use crate::runtime::bindings::tool::toolhost::tool::state::Host;
+use crate::state::AgentState;
 
 impl CallState {
-    /// The agent state, if this tool was granted it.
-    fn granted_state(&self) -> Option<&std::sync::Arc<crate::state::AgentState>> {
-        if self.grants.state { self.agent_state.as_ref() } else { None }
+    /// The agent state, if this tool may use it here (`write`: change a
+    /// value); the error says why not.
+    fn state_for(&self, write: bool) -> Result<Arc<AgentState>, String> {
+        self.grants.state_allowed(write)?;
+        self.agent_state.clone().ok_or_else(|| self.grants.denied("state"))
     }
 
     /// The mtime of `path` through the backend, within the tool's scope.
@@ -18,43 +35,83 @@ impl CallState {
             Ok(stat.mtime_ns)
         }
     }
+
+    /// Reads `path` as the host, through the tool's scope: its mtime (taken
+    /// first, so a change during the read makes the entry stale) and bytes.
+    fn host_read(
+        &self,
+        path: String,
+    ) -> impl std::future::Future<Output = Result<(u64, Vec<u8>), BackendError>> + Send + 'static {
+        let backend = self.backend.clone();
+        let grants = self.grants.clone();
+        async move {
+            let stat = backend.stat(&grants.fs, &path).await?;
+            let bytes = backend.read_file(&grants.fs, &path).await?;
+            Ok((stat.mtime_ns, bytes))
+        }
+    }
+
+    /// Checks a state value's size against `limits.max_state_value_bytes`.
+    fn check_value_size(&self, key: &str, value: &str) -> Result<(), String> {
+        let size = (key.len() + value.len()) as u64;
+        let limit = self.call_limits.max_state_value_bytes;
+        if size > limit {
+            return Err(format!(
+                "the value for '{key}' is {size} bytes, more than the {limit} bytes a state value may hold; store less, or raise limits.max_state_value_bytes (--max-state-value-bytes)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `content` is what the host read (`bytes`): the same bytes, or
+/// the same text (invalid UTF-8 replaced) with `\r\n` and lone `\r` as `\n`.
+fn is_host_read(content: &str, bytes: &[u8]) -> bool {
+    if content.as_bytes() == bytes {
+        return true;
+    }
+    let text = String::from_utf8_lossy(bytes);
+    text == content || (text.contains('\r') && text.replace("\r\n", "\n").replace('\r', "\n") == content)
 }
 
 impl Host for CallState {
     async fn cache_file(&mut self, path: String, content: String) -> wasmtime::Result<()> {
-        if self.granted_state().is_none() {
-            return Ok(());
-        }
-        // A file that cannot be stat'ed is not cached (as AgentScope): the
-        // next write then requires a fresh read.
-        if let Ok(mtime) = self.mtime(path.clone()).await
-            && let Some(state) = self.granted_state()
-        {
-            state.cache_file(&path, mtime, content);
+        let Ok(state) = self.state_for(false) else { return Ok(()) };
+        // A file that cannot be read is not cached (as AgentScope): the next
+        // write then requires a fresh read.
+        match self.host_read(self.absolute(&path)).await {
+            Ok((mtime, bytes)) if is_host_read(&content, &bytes) => state.cache_file(&path, mtime, content),
+            Ok(_) => tracing::warn!(
+                tool = &*self.tool,
+                "cache-file refused for {path}: the content given is not what the file holds"
+            ),
+            Err(e) => tracing::debug!(tool = &*self.tool, "cache-file skipped for {path}: {e}"),
         }
         Ok(())
     }
 
     async fn cached_file(&mut self, path: String) -> wasmtime::Result<Option<String>> {
-        if self.granted_state().is_none() {
-            return Ok(None);
+        let Ok(state) = self.state_for(false) else { return Ok(None) };
+        match self.mtime(self.absolute(&path)).await {
+            Ok(mtime) => Ok(state.cached_file(&path, Some(mtime))),
+            // Gone: the entry is stale and dropped.
+            Err(BackendError::NotFound(_)) => Ok(state.cached_file(&path, None)),
+            // Outside this tool's read grant (or unreadable): neither shown nor dropped.
+            Err(_) => Ok(None),
         }
-        let mtime = self.mtime(path.clone()).await.ok();
-        Ok(self.granted_state().and_then(|s| s.cached_file(&path, mtime)))
     }
 
     async fn forget_file(&mut self, path: String) -> wasmtime::Result<()> {
-        if let Some(state) = self.granted_state() {
+        if let Ok(state) = self.state_for(false)
+            && self.grants.fs.locate(&self.absolute(&path), Access::Read).is_ok()
+        {
             state.forget_file(&path);
         }
         Ok(())
     }
 
     async fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<String>, String>> {
-        match self.granted_state() {
-            Some(state) => Ok(Ok(state.get(&key).map(|v| v.to_string()))),
-            None => Ok(Err(self.grants.denied("state"))),
-        }
+        Ok(self.state_for(false).map(|state| state.get(&key).map(|v| v.to_string())))
     }
 
     async fn compare_and_set(
@@ -63,8 +120,9 @@ impl Host for CallState {
         expected: Option<String>,
         value: String,
     ) -> wasmtime::Result<Result<bool, String>> {
-        let Some(state) = self.granted_state() else {
-            return Ok(Err(self.grants.denied("state")));
+        let state = match self.state_for(true).and_then(|s| self.check_value_size(&key, &value).map(|()| s)) {
+            Ok(state) => state,
+            Err(e) => return Ok(Err(e)),
         };
         let expected = match expected.as_deref().map(serde_json::from_str::<serde_json::Value>).transpose() {
             Ok(e) => e,
@@ -77,8 +135,9 @@ impl Host for CallState {
     }
 
     async fn set(&mut self, key: String, value: String) -> wasmtime::Result<Result<(), String>> {
-        let Some(state) = self.granted_state() else {
-            return Ok(Err(self.grants.denied("state")));
+        let state = match self.state_for(true).and_then(|s| self.check_value_size(&key, &value).map(|()| s)) {
+            Ok(state) => state,
+            Err(e) => return Ok(Err(e)),
         };
         match serde_json::from_str(&value) {
             Ok(json) => {
@@ -87,5 +146,18 @@ impl Host for CallState {
             }
             Err(e) => Ok(Err(format!("the value for '{key}' is not JSON: {e}"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_host_read;
+
+    #[test]
+    fn only_what_the_file_holds_counts_as_read() {
+        assert!(is_host_read("a\nb", b"a\nb"));
+        assert!(is_host_read("a\nb\n", b"a\r\nb\r"), "line endings normalised as Read does");
+        assert!(!is_host_read("fake base", b"real content"));
+        assert!(!is_host_read("a\r\nb", b"a\nb"));
     }
 }
