@@ -29,7 +29,7 @@ use crate::backend::local::LocalBackend;
 use crate::capability::{Grants, Policy};
 use crate::events::{CallEvent, CallStream, ExternalCall, PermissionAnswer, PermissionRequest};
 use crate::function::CallableTool;
-use crate::permission::{self, Behavior, Decision, Mode, Rule, RuleSet};
+use crate::permission::{self, Behavior, Decision, Mode, PolicyTool as _, Rule, RuleSet};
 use crate::registry::ToolEntry;
 use crate::response::{Chunk, ResultState, ToolResponse};
 use crate::runtime::bindings::wit_types::ToolError;
@@ -265,6 +265,15 @@ impl Toolhost {
     /// tool or a not-yet-loaded one: a name conflict never loads anything).
     fn register(&self, name: &str, entry: ToolEntry, label: &str) -> Result<(), LoadError> {
         let mut tools = self.inner.tools.write().unwrap_or_else(|p| p.into_inner());
+        // Lock order: tools, then middleware (as in `insert_middleware`).
+        if self.inner.middleware.has(name) {
+            return Err(LoadError::NameClash {
+                source_name: label.to_string(),
+                name: name.to_string(),
+                loading: "tool",
+                existing: "middleware",
+            });
+        }
         if let Some(existing) = tools.get(name) {
             return Err(LoadError::NameTaken {
                 source_name: label.to_string(),
@@ -278,6 +287,27 @@ impl Toolhost {
         }
         tools.insert(name.to_string(), entry);
         Ok(())
+    }
+
+    /// Adds a middleware layer under its name unless a tool or another
+    /// middleware has it (tools and middleware share `[grants.NAME]`).
+    pub(crate) fn insert_middleware(
+        &self,
+        insert: impl FnOnce() -> Result<crate::middleware::MiddlewareInfo, LoadError>,
+        name: &str,
+        label: &str,
+    ) -> Result<crate::middleware::MiddlewareInfo, LoadError> {
+        // Held while inserting, so no tool of that name can appear meanwhile.
+        let tools = self.inner.tools.read().unwrap_or_else(|p| p.into_inner());
+        if tools.contains_key(name) {
+            return Err(LoadError::NameClash {
+                source_name: label.to_string(),
+                name: name.to_string(),
+                loading: "middleware",
+                existing: "tool",
+            });
+        }
+        insert()
     }
 
     /// Removes a tool, loaded or not yet loaded (nothing is loaded to remove
@@ -506,44 +536,18 @@ impl Toolhost {
         };
 
         let mode = request.mode.unwrap_or(self.mode());
-        let ctx = self.permission_context(&request.tool, mode);
-        let rules = self.rules();
-        let decision = permission::evaluate(&mut instance, &input_text, &ctx, &rules).await;
-        match decision.behavior {
-            Behavior::Allow => {}
-            Behavior::Deny => return Some(denied(&request.id, decision.message)),
-            Behavior::Ask | Behavior::Passthrough => {
-                let (reply, answer) = oneshot::channel();
-                let prompt = PermissionRequest {
-                    call_id: request.id.clone(),
-                    tool: request.tool.clone(),
-                    input: input.clone(),
-                    decision: decision.clone(),
-                    reply,
-                };
-                if events.send(CallEvent::PermissionRequest(prompt)).await.is_err() {
-                    return None;
-                }
-                match answer.await.unwrap_or(PermissionAnswer::Deny) {
-                    PermissionAnswer::AllowOnce => {}
-                    PermissionAnswer::AllowAndRemember(rules) => {
-                        for rule in rules {
-                            if let Err(e) = self.remember_rule(rule) {
-                                tracing::warn!("could not remember the rule: {e:#}");
-                            }
-                        }
-                    }
-                    PermissionAnswer::Deny => {
-                        return Some(denied(
-                            &request.id,
-                            format!(
-                                "<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>",
-                                request.tool
-                            ),
-                        ));
-                    }
-                }
+        let permit = Permit { call_id: request.id.clone(), mode, events: events.clone() };
+        match self.decide(&mut instance, &permit, &input, &input_text).await {
+            Verdict::Allow => {}
+            Verdict::Deny(decision) => return Some(denied(&request.id, decision.message)),
+            Verdict::UserDenied(_) => {
+                let text = format!(
+                    "<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>",
+                    request.tool
+                );
+                return Some(denied(&request.id, text));
             }
+            Verdict::Gone => return None,
         }
 
         if loaded.info.external {
@@ -564,8 +568,10 @@ impl Toolhost {
             self.clone(),
             loaded.clone(),
             instance,
+            input,
             input_text,
             request.session.clone(),
+            permit,
             out_tx,
         );
         let mut response = ToolResponse::new(&request.id);
@@ -592,6 +598,55 @@ impl Toolhost {
         Some(response)
     }
 
+    /// The permission step of a call: runs the whole engine
+    /// ([`permission::evaluate`]) for `input` on `instance` with the call's
+    /// mode, the rules in force and the tool's context, and sends an ask to
+    /// the caller as a [`CallEvent::PermissionRequest`] (an unanswered or
+    /// dropped request is a denial). The first decision of a call and the
+    /// re-check of an input a middleware rewrote both go through here.
+    pub(crate) async fn decide(
+        &self,
+        instance: &mut CallableTool,
+        permit: &Permit,
+        input: &serde_json::Value,
+        input_text: &str,
+    ) -> Verdict {
+        let tool = instance.name().to_owned();
+        let ctx = self.permission_context(&tool, permit.mode);
+        let rules = self.rules();
+        let decision = permission::evaluate(instance, input_text, &ctx, &rules).await;
+        match decision.behavior {
+            Behavior::Allow => Verdict::Allow,
+            Behavior::Deny => Verdict::Deny(Box::new(decision)),
+            Behavior::Ask | Behavior::Passthrough => {
+                let (reply, answer) = oneshot::channel();
+                let asked = decision.message.clone();
+                let prompt = PermissionRequest {
+                    call_id: permit.call_id.clone(),
+                    tool: tool.clone(),
+                    input: input.clone(),
+                    decision,
+                    reply,
+                };
+                if permit.events.send(CallEvent::PermissionRequest(prompt)).await.is_err() {
+                    return Verdict::Gone;
+                }
+                match answer.await.unwrap_or(PermissionAnswer::Deny) {
+                    PermissionAnswer::AllowOnce => Verdict::Allow,
+                    PermissionAnswer::AllowAndRemember(rules) => {
+                        for rule in rules {
+                            if let Err(e) = self.remember_rule(rule) {
+                                tracing::warn!("could not remember the rule: {e:#}");
+                            }
+                        }
+                        Verdict::Allow
+                    }
+                    PermissionAnswer::Deny => Verdict::UserDenied(asked),
+                }
+            }
+        }
+    }
+
     /// Turns the result an external executor reports into the call's
     /// response, validating its metadata against the tool's schema.
     pub fn complete_external(&self, call: &ExternalCall, result: ExternalResult) -> Result<ToolResponse> {
@@ -611,6 +666,31 @@ impl Toolhost {
         chunk.metadata = result.metadata;
         Ok(ToolResponse::from_chunk(call.call_id.clone(), chunk))
     }
+}
+
+/// What a call's permission step needs to decide (and ask) again later in
+/// the call: a middleware's rewritten input is decided like the original.
+#[derive(Clone)]
+pub(crate) struct Permit {
+    /// The call id, for the ask.
+    pub(crate) call_id: String,
+    /// The call's mode.
+    pub(crate) mode: Mode,
+    /// Where an ask goes (the call's event stream).
+    pub(crate) events: mpsc::Sender<CallEvent>,
+}
+
+/// The outcome of [`Toolhost::decide`].
+pub(crate) enum Verdict {
+    /// Run it.
+    Allow,
+    /// Refused by the engine (the decision says why).
+    Deny(Box<Decision>),
+    /// The caller answered an ask with a denial (or could not be asked);
+    /// the engine's message of the ask.
+    UserDenied(String),
+    /// The caller went away before answering an ask.
+    Gone,
 }
 
 fn unknown_tool(name: &str) -> String {
