@@ -29,7 +29,8 @@ pub use store::CallState;
 pub const EPOCH_TICK: Duration = Duration::from_millis(2);
 
 /// The budget of one call. Security-relevant defaults: 120 s wall clock,
-/// 256 MiB of linear memory, 8 MiB of output, processes at most 600 s.
+/// 256 MiB of linear memory, 8 MiB of output, processes at most 600 s,
+/// 1 MiB of log lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
@@ -37,11 +38,16 @@ pub struct Limits {
     pub timeout_ms: u64,
     /// Linear-memory cap per instance, in bytes.
     pub max_memory_bytes: u64,
-    /// Output cap per call, in bytes of content.
+    /// Output cap per call, in bytes: text and data blocks plus each
+    /// chunk's metadata as JSON.
     pub max_output_bytes: u64,
     /// The longest a tool may ask a process to run, in milliseconds. A call
     /// that starts a process gets its deadline extended to cover it.
     pub max_process_timeout_ms: u64,
+    /// Log output per instance (tool or middleware), in bytes of message
+    /// text: lines past it are dropped, and one final line says how many
+    /// bytes were.
+    pub max_log_bytes: u64,
 }
 
 impl Default for Limits {
@@ -51,6 +57,7 @@ impl Default for Limits {
             max_memory_bytes: 256 << 20,
             max_output_bytes: 8 << 20,
             max_process_timeout_ms: 600_000,
+            max_log_bytes: 1 << 20,
         }
     }
 }
@@ -61,6 +68,10 @@ impl Limits {
         Duration::from_millis(self.timeout_ms)
     }
 }
+
+/// The longest the metadata probe may take, in milliseconds (less when
+/// `limits.timeout_ms` is smaller).
+pub const PROBE_TIMEOUT_MS: u64 = 10_000;
 
 /// Options for building a [`Runtime`].
 #[derive(Debug, Clone, Default)]
@@ -80,6 +91,7 @@ pub struct Runtime {
     middleware_linker: Linker<CallState>,
     cache: Option<CompileCache>,
     pooling: bool,
+    limits: Limits,
     _ticker: EpochTicker,
 }
 
@@ -114,7 +126,7 @@ impl Runtime {
             None => None,
         };
         let ticker = EpochTicker::start(engine.clone());
-        Ok(Self { engine, tool_linker, middleware_linker, cache, pooling, _ticker: ticker })
+        Ok(Self { engine, tool_linker, middleware_linker, cache, pooling, limits: options.limits, _ticker: ticker })
     }
 
     /// The engine.
@@ -130,6 +142,13 @@ impl Runtime {
     /// The linker for the `middleware-component` world.
     pub fn middleware_linker(&self) -> &Linker<CallState> {
         &self.middleware_linker
+    }
+
+    /// The limits of the metadata probe (a component's `metadata` or a
+    /// middleware's `info`, called once at load with no grants): the
+    /// configured limits, with the time limit at most [`PROBE_TIMEOUT_MS`].
+    pub fn probe_limits(&self) -> Limits {
+        Limits { timeout_ms: self.limits.timeout_ms.min(PROBE_TIMEOUT_MS), ..self.limits }
     }
 
     /// Whether instances come from the pooling allocator.
