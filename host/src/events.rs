@@ -7,8 +7,10 @@ use crate::permission::{Decision, Rule};
 use crate::response::{Chunk, ToolResponse};
 
 /// What a call produces, in order: chunks as they stream, at most one
-/// permission request (answered by the caller), and then either a final
-/// response or an external-execution request.
+/// permission request for the call's input (answered by the caller) plus
+/// one for each rewritten input a middleware passes on that the engine asks
+/// about, and then either a final response or an external-execution
+/// request.
 #[derive(Debug)]
 pub enum CallEvent {
     /// Output as the tool produces it.

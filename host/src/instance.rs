@@ -64,13 +64,14 @@ impl ToolInstance {
     }
 
     /// Instantiates a freshly loaded component with no grants and asks it
-    /// for its metadata (bounded by a 10 s deadline).
+    /// for its metadata, under [`Runtime::probe_limits`] (the configured
+    /// limits, at most 10 s).
     pub async fn probe(
         runtime: &Runtime,
         pre: &ToolComponentPre<CallState>,
         label: &str,
     ) -> anyhow::Result<wit::ToolMetadata> {
-        let limits = Limits { timeout_ms: 10_000, ..Limits::default() };
+        let limits = runtime.probe_limits();
         let (tx, _rx) = mpsc::channel(1);
         let backend: Arc<dyn Backend> =
             Arc::new(crate::backend::local::LocalBackend::new(std::env::temp_dir(), std::env::temp_dir()));

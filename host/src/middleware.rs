@@ -25,7 +25,10 @@
 //!
 //! **next.** `next.run(input)` re-validates the (possibly rewritten) input
 //! against the tool's schema, refusing invalid input with the validation
-//! error, and starts the inner layers afresh as their own task (a new tool
+//! error; decides an input that differs (as a JSON value) from every input
+//! allowed so far in the call again with the whole permission engine, asks
+//! included (a refusal is `ToolError::Denied` naming the middleware, and
+//! nothing inside runs); and starts the inner layers afresh as their own task (a new tool
 //! instance each time, which is how a middleware retries); their chunks
 //! stream to the middleware as they are produced.
 //!
@@ -72,7 +75,7 @@ use crate::state::AgentState;
 use crate::tool::{
     ComponentKind, LoadError, LoadedTool, Origin, ToolInfo, check_exports, check_header, validate_input,
 };
-use crate::toolhost::Toolhost;
+use crate::toolhost::{Permit, Toolhost, Verdict};
 
 /// The key of [`MiddlewareSettings::attach`] meaning "every tool".
 pub const EVERY_TOOL: &str = "*";
@@ -159,7 +162,7 @@ pub struct LoadedMiddleware {
 /// impl NativeMiddleware for Upper {
 ///     fn name(&self) -> &str { "upper" }
 ///     async fn on_tool_call(&self, _tool: &ToolInfo, input: String, next: Next, out: &mut MiddlewareOutput) -> Result<(), ToolError> {
-///         let mut inner = next.run(input)?;
+///         let mut inner = next.run(input).await?;
 ///         while let Some(mut chunk) = inner.next().await {
 ///             for block in &mut chunk.content {
 ///                 if let toolhost::response::ContentBlock::Text { text } = block { *text = text.to_uppercase(); }
@@ -215,10 +218,13 @@ impl Next {
     /// Runs the inner layers with `input` (a JSON object as text; pass the
     /// input you received to leave it unchanged). The input is validated
     /// against the tool's schema first; invalid input is refused with
-    /// [`ToolError::InvalidInput`]. Each run starts afresh.
-    pub fn run(&self, input: impl Into<String>) -> Result<InnerStream, ToolError> {
+    /// [`ToolError::InvalidInput`]. An input that differs (as a JSON value)
+    /// from the one the call was allowed with goes through the permission
+    /// engine again, asks included; a refusal is [`ToolError::Denied`] and
+    /// nothing inside runs. Each run starts afresh.
+    pub async fn run(&self, input: impl Into<String>) -> Result<InnerStream, ToolError> {
         let handler = NextHandler { runner: self.runner.clone(), waiting: self.runner.waiting.clone() };
-        Ok(InnerStream { call: handler.start(input.into())? })
+        Ok(InnerStream { call: handler.start(input.into()).await? })
     }
 }
 
@@ -247,6 +253,15 @@ enum Layer {
     Native(Arc<dyn NativeMiddleware>),
 }
 
+impl Layer {
+    fn name(&self) -> &str {
+        match self {
+            Layer::Component(mw) => &mw.info.name,
+            Layer::Native(mw) => mw.name(),
+        }
+    }
+}
+
 /// The loaded middleware and the attachments, kept by the [`Toolhost`].
 #[derive(Default)]
 pub(crate) struct Registry {
@@ -262,6 +277,11 @@ impl Registry {
         }
         layers.insert(info.name.clone(), (layer, info.clone()));
         Ok(info)
+    }
+
+    /// Whether a middleware named `name` is loaded.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.layers.read().unwrap_or_else(|p| p.into_inner()).contains_key(name)
     }
 
     /// The names attached to `tool`, outermost first.
@@ -348,7 +368,9 @@ fn fault_text(name: &str, fault: &MiddlewareFault) -> String {
             "middleware '{name}' exceeded its memory limit of {limit_mib} MiB and was stopped (raise limits.max_memory_bytes, or {fix})"
         ),
         MiddlewareFault::Guest(GuestFailure::StackOverflow) => {
-            format!("middleware '{name}' overflowed its stack (unbounded recursion?) and was stopped; {fix}")
+            format!(
+                "stack overflow: middleware '{name}' overflowed its stack (unbounded recursion, or very large local variables?) and was stopped; {fix}"
+            )
         }
         MiddlewareFault::Guest(GuestFailure::Panic { message }) => format!("middleware '{name}' panicked: {message}"),
         MiddlewareFault::Guest(GuestFailure::Trap { message }) => format!("middleware '{name}' crashed: {message}"),
@@ -387,14 +409,23 @@ struct Chain {
     session: Option<Arc<AgentState>>,
     deadline: Deadline,
     limits: Limits,
-    /// The call instance made after the decision, used for the first run.
+    /// The call instance made after the decision, used for the first run
+    /// of the tool when that run's input was decided into the same phase.
     first: Mutex<Option<CallableTool>>,
-    /// The phase the tool's instances run in (read-only or full grants).
+    /// The phase `first` was made for.
     phase: Phase,
     /// Failures of inner layers: (position, failure, was waiting).
     failures: Mutex<Vec<(usize, LayerFailure)>>,
     /// Inner layers running as tasks.
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// How to decide (and ask about) a rewritten input, as the call's
+    /// first decision was made.
+    permit: Permit,
+    /// The inputs the permission engine allowed for this call (the original
+    /// first), each with the phase its decision gives the tool's `call`: an
+    /// input passed to `next.run` that is not among them is decided again
+    /// before anything inside runs.
+    allowed: Mutex<Vec<(serde_json::Value, Phase)>>,
 }
 
 /// The link from a middleware at some position to the layers inside it.
@@ -404,30 +435,39 @@ struct Link {
     waiting: Arc<AtomicBool>,
 }
 
+#[async_trait::async_trait]
 impl ChainRunner for Link {
-    fn run(&self, input: String, output: mpsc::Sender<Chunk>) -> Result<oneshot::Receiver<InnerOutcome>, ToolError> {
-        self.chain.start(self.position, input, output)
+    async fn run(
+        &self,
+        input: String,
+        output: mpsc::Sender<Chunk>,
+    ) -> Result<oneshot::Receiver<InnerOutcome>, ToolError> {
+        self.chain.start(self.position, input, output).await
     }
 }
 
 /// Runs one call through the middleware attached to its tool, the tool's
 /// `call` innermost; `instance` is the tool's call instance (made after the
-/// decision, with the grants of `phase`) and `output` where the outermost
-/// layer's chunks go. Without middleware this is exactly
-/// `instance.call(input)`.
+/// decision, with the grants of `phase`), `input` the allowed input (as a
+/// value and as text), `permit` how to decide a rewritten input, and
+/// `output` where the outermost layer's chunks go. Without middleware this
+/// is exactly `instance.call(input)`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_chain(
     host: Toolhost,
     tool: Arc<LoadedTool>,
     mut instance: CallableTool,
-    input: String,
+    input: serde_json::Value,
+    input_text: String,
     session: Option<Arc<AgentState>>,
+    permit: Permit,
     output: mpsc::Sender<Chunk>,
     phase: Phase,
 ) -> Result<InnerOutcome, CallFailure> {
     let layers = host.middleware_registry().chain_for(&tool.info.name)?;
     if layers.is_empty() {
         drop(output);
-        return Ok(instance.call(&input).await?);
+        return Ok(instance.call(&input_text).await?);
     }
     let limits = host.settings().limits;
     let deadline = Deadline::for_limits(&limits);
@@ -445,18 +485,21 @@ pub(crate) async fn run_chain(
         phase,
         failures: Mutex::new(Vec::new()),
         tasks: Mutex::new(Vec::new()),
+        permit,
+        allowed: Mutex::new(vec![(input, phase)]),
     });
-    let result = chain.run_layer(0, input, output).await;
+    let result = chain.run_layer(0, input_text, output, phase).await;
     let outcome = chain.settle(result).await;
     chain.first.lock().unwrap_or_else(|p| p.into_inner()).take();
     outcome
 }
 
 impl Chain {
-    /// Validates `input` and starts the layers from `position` inward as a
-    /// task; inner failures are recorded and reported to the caller layer
-    /// as a [`ToolError`].
-    fn start(
+    /// Validates `input`, decides it again if it differs from every input
+    /// already allowed for this call, and starts the layers from `position`
+    /// inward as a task; inner failures are recorded and reported to the
+    /// caller layer as a [`ToolError`].
+    async fn start(
         self: &Arc<Self>,
         position: usize,
         input: String,
@@ -469,10 +512,11 @@ impl Chain {
             ))
         })?;
         validate_input(&self.tool, &value).map_err(ToolError::InvalidInput)?;
+        let phase = self.recheck(position, value, &input).await?;
         let (tx, rx) = oneshot::channel();
         let chain = self.clone();
         let task = tokio::spawn(async move {
-            let outcome = match chain.run_layer(position, input, output).await {
+            let outcome = match chain.run_layer(position, input, output, phase).await {
                 Ok(outcome) => outcome,
                 Err(failure) => {
                     let error = failure.failure.as_tool_error();
@@ -486,10 +530,58 @@ impl Chain {
         Ok(rx)
     }
 
-    /// Runs the layer at `position` (the tool when past the last middleware).
-    async fn run_layer(self: &Arc<Self>, position: usize, input: String, output: mpsc::Sender<Chunk>) -> LayerResult {
+    /// Runs the permission engine again for an input the middleware at
+    /// `position - 1` passed on, unless the call already allowed exactly
+    /// that value (compared as JSON values, not text). The decision runs on
+    /// an instance of its own; an ask goes to the caller like the first
+    /// one, and the time spent waiting for the answer is added to the
+    /// call's deadline. Returns the phase the tool's `call` gets for this
+    /// input (read-only grants when its read-only claim allowed it).
+    async fn recheck(&self, position: usize, value: serde_json::Value, text: &str) -> Result<Phase, ToolError> {
+        if let Some((_, phase)) =
+            self.allowed.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|(allowed, _)| *allowed == value)
+        {
+            return Ok(*phase);
+        }
+        let middleware = self.layers.get(position.wrapping_sub(1)).map(Layer::name).unwrap_or_default();
+        let tool = &self.tool.info.name;
+        let (parked, _) = mpsc::channel(1);
+        let mut instance =
+            self.host.instantiate_loaded(&self.tool, None, parked, Phase::Decide).await.map_err(|e| {
+                ToolError::Internal(format!("could not start tool '{tool}' to check the rewritten input: {e:#}"))
+            })?;
+        let started = std::time::Instant::now();
+        let verdict = self.host.decide(&mut instance, &self.permit, &value, text).await;
+        self.deadline.postpone(started.elapsed());
+        match verdict {
+            Verdict::Allow(phase) => {
+                self.allowed.lock().unwrap_or_else(|p| p.into_inner()).push((value, phase));
+                Ok(phase)
+            }
+            Verdict::Deny(decision) => Err(ToolError::Denied(format!(
+                "middleware '{middleware}' passed a rewritten input to '{tool}' that the permission engine refused: {}",
+                refusal_text(&decision)
+            ))),
+            Verdict::UserDenied(asked) => Err(ToolError::Denied(format!(
+                "middleware '{middleware}' passed a rewritten input to '{tool}' that needs permission ({asked}), and it was denied (or nobody could be asked)"
+            ))),
+            Verdict::Gone => Err(ToolError::Denied(format!(
+                "middleware '{middleware}' passed a rewritten input to '{tool}' and nobody answered the permission request"
+            ))),
+        }
+    }
+
+    /// Runs the layer at `position` (the tool when past the last
+    /// middleware, with the grants of `phase`, what `input` was decided to).
+    async fn run_layer(
+        self: &Arc<Self>,
+        position: usize,
+        input: String,
+        output: mpsc::Sender<Chunk>,
+        phase: Phase,
+    ) -> LayerResult {
         let Some(layer) = self.layers.get(position) else {
-            return self.run_tool(input, output).await;
+            return self.run_tool(input, output, phase).await;
         };
         let waiting = Arc::new(AtomicBool::new(false));
         let link = Arc::new(Link { chain: self.clone(), position: position + 1, waiting: waiting.clone() });
@@ -499,12 +591,12 @@ impl Chain {
         }
     }
 
-    async fn run_tool(&self, input: String, output: mpsc::Sender<Chunk>) -> LayerResult {
-        let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
+    async fn run_tool(&self, input: String, output: mpsc::Sender<Chunk>, phase: Phase) -> LayerResult {
+        let first = if phase == self.phase { self.first.lock().unwrap_or_else(|p| p.into_inner()).take() } else { None };
         let mut instance = match first {
             Some(instance) => instance,
             None => {
-                match self.host.instantiate_loaded(&self.tool, self.session.clone(), output.clone(), self.phase).await {
+                match self.host.instantiate_loaded(&self.tool, self.session.clone(), output.clone(), phase).await {
                     Ok(instance) => instance,
                     Err(e) => {
                         return Err(LayerFailure {
@@ -649,6 +741,18 @@ impl Chain {
     }
 }
 
+/// A refusal's message with the rule and reason behind it.
+fn refusal_text(decision: &crate::permission::Decision) -> String {
+    let mut text = decision.message.clone();
+    if let Some(rule) = &decision.rule {
+        text.push_str(&format!(" (rule {rule})"));
+    }
+    if let Some(reason) = decision.reason.as_deref().filter(|r| !decision.message.contains(r)) {
+        text.push_str(&format!(" ({reason})"));
+    }
+    text
+}
+
 /// A tool's metadata as the WIT record a middleware receives.
 fn wit_metadata(info: &ToolInfo) -> wit::ToolMetadata {
     wit::ToolMetadata {
@@ -671,7 +775,7 @@ fn wit_metadata(info: &ToolInfo) -> wit::ToolMetadata {
 }
 
 /// Checks, compiles and introspects a middleware component (calling its
-/// `info` with no grants under a 10 s deadline).
+/// `info` with no grants under [`Runtime::probe_limits`]).
 pub async fn load_middleware_component(
     runtime: &Runtime,
     bytes: &[u8],
@@ -688,7 +792,7 @@ pub async fn load_middleware_component(
         .map_err(|e| LoadError::MiddlewareUnknownImport(label.into(), format!("{e:#}")))?;
     let pre = MiddlewareComponentPre::new(pre)
         .map_err(|e| LoadError::MiddlewareWrongWorld(label.into(), format!("{e:#}")))?;
-    let limits = Limits { timeout_ms: 10_000, ..Limits::default() };
+    let limits = runtime.probe_limits();
     let deadline = Deadline::new(limits.timeout(), Duration::ZERO);
     let (tx, _rx) = mpsc::channel(1);
     let backend: Arc<dyn Backend> =
@@ -720,9 +824,16 @@ pub async fn load_middleware_component(
             );
             return Err(LoadError::Instantiate(label.into(), format!("calling `info`: {failure}")));
         }
-        None => return Err(LoadError::Instantiate(label.into(), "`info` did not answer within 10 s".into())),
+        None => {
+            return Err(LoadError::Instantiate(
+                label.into(),
+                format!("`info` did not answer within {} ms (limits.timeout_ms, at most 10 s)", limits.timeout_ms),
+            ));
+        }
     };
     check_name(&info.name, label)?;
+    crate::tool::check_text_size("description", &info.description, crate::tool::MAX_DESCRIPTION_BYTES)
+        .map_err(|e| LoadError::MiddlewareInfo(label.into(), e))?;
     Ok(LoadedMiddleware {
         info: MiddlewareInfo { name: info.name, description: info.description, origin, wit_version, sha256 },
         pre,
@@ -752,7 +863,13 @@ impl Toolhost {
         let label = path.display().to_string();
         let loaded = load_middleware_component(self.runtime(), &bytes, Origin::File(abs), &label).await?;
         let info = loaded.info.clone();
-        Ok(self.middleware_registry().insert(Layer::Component(Arc::new(loaded)), info, &label)?)
+        let name = info.name.clone();
+        let registry = self.middleware_registry();
+        Ok(self.insert_middleware(
+            || registry.insert(Layer::Component(Arc::new(loaded)), info, &label),
+            &name,
+            &label,
+        )?)
     }
 
     /// Registers a native Rust middleware under its [`NativeMiddleware::name`].
@@ -766,7 +883,9 @@ impl Toolhost {
             wit_version: String::new(),
             sha256: String::new(),
         };
-        Ok(self.middleware_registry().insert(Layer::Native(middleware), info, &label)?)
+        let name = info.name.clone();
+        let registry = self.middleware_registry();
+        Ok(self.insert_middleware(|| registry.insert(Layer::Native(middleware), info, &label), &name, &label)?)
     }
 
     /// Attaches middleware to `tool` (or to every tool with `"*"`), after

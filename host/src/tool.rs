@@ -112,6 +112,21 @@ pub enum LoadError {
         /// The middleware name.
         name: String,
     },
+    /// A tool and a middleware would share a name (and so the
+    /// `[grants.NAME]` table that grants both).
+    #[error(
+        "cannot load {source_name}: '{name}' is already the name of a loaded {existing}; tools and middleware are granted capabilities by name in the same [grants.NAME] table, so a {loading} may not take the name of a {existing} (it would receive its grants); rename one of them"
+    )]
+    NameClash {
+        /// The component (or native item) being loaded.
+        source_name: String,
+        /// The name both would have.
+        name: String,
+        /// What is being loaded: `tool` or `middleware`.
+        loading: &'static str,
+        /// What already has the name: `tool` or `middleware`.
+        existing: &'static str,
+    },
     /// Does not export the tool interface.
     #[error(
         "{0} does not export `toolhost:tool/tool@0.1.0` (it exports: {1}); build it against the `tool-component` world, which the toolhost-sdk's `export_tool!` does"
@@ -303,8 +318,54 @@ pub(crate) fn check_exports(
     })
 }
 
-/// Checks a tool's metadata (name, schema) and builds its [`ToolInfo`] and
-/// input validator. Shared by components and native function tools.
+/// The longest description a tool or middleware may declare, in bytes.
+pub const MAX_DESCRIPTION_BYTES: usize = 64 << 10;
+/// The longest input (or result-metadata) schema a tool may declare, in
+/// bytes of JSON text.
+pub const MAX_SCHEMA_BYTES: usize = 1 << 20;
+/// The most a tool's whole metadata may hold, in bytes of text (name,
+/// description, schemas, MCP origin and declared roots together).
+pub const MAX_METADATA_BYTES: usize = 2 << 20;
+/// The longest declared root path or MCP origin, in bytes.
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// Refuses a metadata field longer than `limit` bytes, naming the field
+/// and the limit.
+pub(crate) fn check_text_size(field: &str, text: &str, limit: usize) -> Result<(), String> {
+    if text.len() > limit {
+        return Err(format!("its {field} is {} bytes, more than the limit of {limit} bytes; shorten it", text.len()));
+    }
+    Ok(())
+}
+
+/// Refuses metadata whose fields (or whole) exceed the size limits, before
+/// anything parses it.
+fn check_metadata_size(m: &wit::ToolMetadata) -> Result<(), String> {
+    check_text_size("description", &m.description, MAX_DESCRIPTION_BYTES)?;
+    check_text_size("input schema", &m.input_schema, MAX_SCHEMA_BYTES)?;
+    check_text_size("result metadata schema", m.result_metadata_schema.as_deref().unwrap_or(""), MAX_SCHEMA_BYTES)?;
+    check_text_size("MCP origin", m.mcp_origin.as_deref().unwrap_or(""), MAX_PATH_BYTES)?;
+    let roots = m.capabilities.fs_read.iter().chain(&m.capabilities.fs_write);
+    for root in roots.clone() {
+        check_text_size("declared root", root, MAX_PATH_BYTES)?;
+    }
+    let total = m.name.len()
+        + m.description.len()
+        + m.input_schema.len()
+        + m.result_metadata_schema.as_ref().map_or(0, String::len)
+        + m.mcp_origin.as_ref().map_or(0, String::len)
+        + roots.map(String::len).sum::<usize>();
+    if total > MAX_METADATA_BYTES {
+        return Err(format!(
+            "its metadata is {total} bytes in all, more than the limit of {MAX_METADATA_BYTES} bytes; shorten it"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a tool's metadata (size, name, schema) and builds its
+/// [`ToolInfo`] and input validator. Shared by components and native
+/// function tools.
 pub(crate) fn validate_metadata(
     m: wit::ToolMetadata,
     origin: Origin,
@@ -313,6 +374,7 @@ pub(crate) fn validate_metadata(
     label: &str,
 ) -> Result<(ToolInfo, jsonschema::Validator), LoadError> {
     let bad = |msg: String| LoadError::Metadata(label.into(), msg);
+    check_metadata_size(&m).map_err(bad)?;
     if m.name.is_empty()
         || !m.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         || m.name.len() > 64

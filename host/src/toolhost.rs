@@ -35,7 +35,7 @@ use crate::backend::local::LocalBackend;
 use crate::capability::{Grants, Phase, PhaseGrants, Policy};
 use crate::events::{CallEvent, CallStream, ExternalCall, PermissionAnswer, PermissionRequest};
 use crate::function::CallableTool;
-use crate::permission::{self, Behavior, Decision, Mode, Rule, RuleSet};
+use crate::permission::{self, Behavior, Decision, Mode, PolicyTool as _, Rule, RuleSet};
 use crate::registry::ToolEntry;
 use crate::response::{Chunk, ResultState, ToolResponse};
 use crate::runtime::bindings::wit_types::ToolError;
@@ -282,6 +282,15 @@ impl Toolhost {
     /// tool or a not-yet-loaded one: a name conflict never loads anything).
     fn register(&self, name: &str, entry: ToolEntry, label: &str) -> Result<(), LoadError> {
         let mut tools = self.inner.tools.write().unwrap_or_else(|p| p.into_inner());
+        // Lock order: tools, then middleware (as in `insert_middleware`).
+        if self.inner.middleware.has(name) {
+            return Err(LoadError::NameClash {
+                source_name: label.to_string(),
+                name: name.to_string(),
+                loading: "tool",
+                existing: "middleware",
+            });
+        }
         if let Some(existing) = tools.get(name) {
             return Err(LoadError::NameTaken {
                 source_name: label.to_string(),
@@ -295,6 +304,27 @@ impl Toolhost {
         }
         tools.insert(name.to_string(), entry);
         Ok(())
+    }
+
+    /// Adds a middleware layer under its name unless a tool or another
+    /// middleware has it (tools and middleware share `[grants.NAME]`).
+    pub(crate) fn insert_middleware(
+        &self,
+        insert: impl FnOnce() -> Result<crate::middleware::MiddlewareInfo, LoadError>,
+        name: &str,
+        label: &str,
+    ) -> Result<crate::middleware::MiddlewareInfo, LoadError> {
+        // Held while inserting, so no tool of that name can appear meanwhile.
+        let tools = self.inner.tools.read().unwrap_or_else(|p| p.into_inner());
+        if tools.contains_key(name) {
+            return Err(LoadError::NameClash {
+                source_name: label.to_string(),
+                name: name.to_string(),
+                loading: "middleware",
+                existing: "tool",
+            });
+        }
+        insert()
     }
 
     /// Removes a tool, loaded or not yet loaded (nothing is loaded to remove
@@ -565,47 +595,19 @@ impl Toolhost {
         };
 
         let mode = request.mode.unwrap_or(self.mode());
-        let ctx = self.permission_context(&request.tool, mode);
-        let rules = self.rules();
-        let decision = permission::evaluate(&mut decider, &input_text, &ctx, &rules).await;
-        drop(decider);
-        match decision.behavior {
-            Behavior::Allow => {}
-            Behavior::Deny => return Some(denied(&request.id, decision.message)),
-            Behavior::Ask | Behavior::Passthrough => {
-                let (reply, answer) = oneshot::channel();
-                let prompt = PermissionRequest {
-                    call_id: request.id.clone(),
-                    tool: request.tool.clone(),
-                    input: input.clone(),
-                    decision: decision.clone(),
-                    reply,
-                };
-                if events.send(CallEvent::PermissionRequest(prompt)).await.is_err() {
-                    return None;
-                }
-                match answer.await.unwrap_or(PermissionAnswer::Deny) {
-                    PermissionAnswer::AllowOnce => {}
-                    PermissionAnswer::AllowAndRemember(rules) => {
-                        for rule in rules {
-                            if let Err(e) = self.remember_rule(rule.clone()) {
-                                let _ =
-                                    events.send(CallEvent::RememberFailed { rule, message: format!("{e:#}") }).await;
-                            }
-                        }
-                    }
-                    PermissionAnswer::Deny => {
-                        return Some(denied(
-                            &request.id,
-                            format!(
-                                "<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>",
-                                request.tool
-                            ),
-                        ));
-                    }
-                }
+        let permit = Permit { call_id: request.id.clone(), mode, events: events.clone() };
+        let phase = match self.decide(&mut decider, &permit, &input, &input_text).await {
+            Verdict::Allow(phase) => phase,
+            Verdict::Deny(decision) => return Some(denied(&request.id, decision.message)),
+            Verdict::UserDenied(_) => {
+                let text = format!(
+                    "<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>",
+                    request.tool
+                );
+                return Some(denied(&request.id, text));
             }
-        }
+            Verdict::Gone => return None,
+        };
 
         if loaded.info.external {
             let call = ExternalCall {
@@ -619,9 +621,9 @@ impl Toolhost {
             return None;
         }
 
+        drop(decider);
         // `call` gets the grants, in a fresh instance: read-only ones when
         // the tool's own read-only claim is what allowed the call.
-        let phase = if decision.read_only { Phase::ReadOnlyCall } else { Phase::Call };
         let (out_tx, mut out_rx) = mpsc::channel::<Chunk>(32);
         let instance = match self.instantiate_loaded(&loaded, request.session.clone(), out_tx.clone(), phase).await {
             Ok(i) => i,
@@ -632,8 +634,10 @@ impl Toolhost {
             self.clone(),
             loaded.clone(),
             instance,
+            input,
             input_text,
             request.session.clone(),
+            permit,
             out_tx,
             phase,
         );
@@ -661,6 +665,59 @@ impl Toolhost {
         Some(response)
     }
 
+    /// The permission step of a call: runs the whole engine
+    /// ([`permission::evaluate`]) for `input` on `instance` with the call's
+    /// mode, the rules in force and the tool's context, and sends an ask to
+    /// the caller as a [`CallEvent::PermissionRequest`] (an unanswered or
+    /// dropped request is a denial). The first decision of a call and the
+    /// re-check of an input a middleware rewrote both go through here.
+    pub(crate) async fn decide(
+        &self,
+        instance: &mut CallableTool,
+        permit: &Permit,
+        input: &serde_json::Value,
+        input_text: &str,
+    ) -> Verdict {
+        let tool = instance.name().to_owned();
+        let ctx = self.permission_context(&tool, permit.mode);
+        let rules = self.rules();
+        let decision = permission::evaluate(instance, input_text, &ctx, &rules).await;
+        // A call allowed because the tool said it only reads runs with
+        // read-only grants: the claim is not believed any further.
+        let phase = if decision.read_only { Phase::ReadOnlyCall } else { Phase::Call };
+        match decision.behavior {
+            Behavior::Allow => Verdict::Allow(phase),
+            Behavior::Deny => Verdict::Deny(Box::new(decision)),
+            Behavior::Ask | Behavior::Passthrough => {
+                let (reply, answer) = oneshot::channel();
+                let asked = decision.message.clone();
+                let prompt = PermissionRequest {
+                    call_id: permit.call_id.clone(),
+                    tool: tool.clone(),
+                    input: input.clone(),
+                    decision,
+                    reply,
+                };
+                if permit.events.send(CallEvent::PermissionRequest(prompt)).await.is_err() {
+                    return Verdict::Gone;
+                }
+                match answer.await.unwrap_or(PermissionAnswer::Deny) {
+                    PermissionAnswer::AllowOnce => Verdict::Allow(phase),
+                    PermissionAnswer::AllowAndRemember(rules) => {
+                        for rule in rules {
+                            if let Err(e) = self.remember_rule(rule.clone()) {
+                                let failed = CallEvent::RememberFailed { rule, message: format!("{e:#}") };
+                                let _ = permit.events.send(failed).await;
+                            }
+                        }
+                        Verdict::Allow(phase)
+                    }
+                    PermissionAnswer::Deny => Verdict::UserDenied(asked),
+                }
+            }
+        }
+    }
+
     /// Turns the result an external executor reports into the call's
     /// response, validating its metadata against the tool's schema.
     pub fn complete_external(&self, call: &ExternalCall, result: ExternalResult) -> Result<ToolResponse> {
@@ -680,6 +737,31 @@ impl Toolhost {
         chunk.metadata = result.metadata;
         Ok(ToolResponse::from_chunk(call.call_id.clone(), chunk))
     }
+}
+
+/// What a call's permission step needs to decide (and ask) again later in
+/// the call: a middleware's rewritten input is decided like the original.
+#[derive(Clone)]
+pub(crate) struct Permit {
+    /// The call id, for the ask.
+    pub(crate) call_id: String,
+    /// The call's mode.
+    pub(crate) mode: Mode,
+    /// Where an ask goes (the call's event stream).
+    pub(crate) events: mpsc::Sender<CallEvent>,
+}
+
+/// The outcome of [`Toolhost::decide`].
+pub(crate) enum Verdict {
+    /// Run it, with the grants of this phase.
+    Allow(Phase),
+    /// Refused by the engine (the decision says why).
+    Deny(Box<Decision>),
+    /// The caller answered an ask with a denial (or could not be asked);
+    /// the engine's message of the ask.
+    UserDenied(String),
+    /// The caller went away before answering an ask.
+    Gone,
 }
 
 fn unknown_tool(name: &str) -> String {

@@ -79,7 +79,7 @@ impl NativeMiddleware for NativeMark {
     ) -> Result<(), ToolError> {
         assert_eq!(tool.name, "Echo");
         out.emit(Chunk::text("[n", ResultState::Running)).await;
-        let mut inner = next.run(input)?;
+        let mut inner = next.run(input).await?;
         while let Some(chunk) = inner.next().await {
             out.emit(chunk).await;
         }

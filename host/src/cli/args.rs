@@ -77,6 +77,9 @@ pub struct Global {
     /// Largest value (key plus JSON text) a tool may store in the agent state, in bytes
     #[arg(long, global = true, value_name = "BYTES")]
     pub max_state_value_bytes: Option<u64>,
+    /// Log output per tool or middleware instance in bytes; lines past it are dropped and counted
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub max_log_bytes: Option<u64>,
     /// Do not load the embedded built-in tools
     #[arg(long, global = true)]
     pub no_builtins: bool,
@@ -130,6 +133,9 @@ impl Global {
         if let Some(b) = self.max_state_value_bytes {
             s.limits.max_state_value_bytes = b;
         }
+        if let Some(b) = self.max_log_bytes {
+            s.limits.max_log_bytes = b;
+        }
         if self.no_builtins {
             s.builtins = false;
         }
@@ -168,6 +174,15 @@ pub enum Command {
     Check(CheckArgs),
     /// Show what a .wasm component is: metadata, WIT version, capabilities, imports, hash
     Inspect(InspectArgs),
+    /// Print (or write to a folder) the WIT package this toolhost speaks, to build plugins against
+    Wit(WitArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct WitArgs {
+    /// Write the package's .wit files into this folder (created if needed) instead of printing them
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -1,6 +1,6 @@
 //! `toolhost call` and `toolhost resume`.
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,7 +11,7 @@ use toolhost::state::AgentState;
 use toolhost::{CallEvent, CallRequest, ExternalCall, ExternalResult, PermissionAnswer};
 
 use super::args::{CallArgs, Global, ResumeArgs};
-use super::{ask_user, exit, prompt};
+use super::{ask_user, exit, prompt, shown};
 
 pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
     let host = global.host().await?;
@@ -35,6 +35,9 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
     let remember_target = prompt::remember_target(&host);
     let mut stream = host.call(request);
     let mut stdout = std::io::stdout();
+    // Output on a terminal is shown with its control characters escaped;
+    // piped, it is passed on byte for byte.
+    let terminal = stdout.is_terminal();
     let mut code = exit::ERROR;
     let mut refusal: Option<String> = None;
     while let Some(event) = stream.next().await {
@@ -45,12 +48,14 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
                 } else {
                     for block in &chunk.content {
                         match block {
+                            ContentBlock::Text { text } if terminal => write!(stdout, "{}", shown::block(text))?,
                             ContentBlock::Text { text } => write!(stdout, "{text}")?,
                             ContentBlock::Data { media_type, data, name, .. } => writeln!(
                                 stdout,
-                                "[{media_type}, {} bytes{}]",
+                                "[{}, {} bytes{}]",
+                                shown::line(media_type),
                                 data.len(),
-                                name.as_deref().map(|n| format!(", {n}")).unwrap_or_default()
+                                name.as_deref().map(|n| format!(", {}", shown::line(n))).unwrap_or_default()
                             )?,
                         }
                     }
@@ -92,7 +97,7 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
                 } else if response.state == ResultState::Denied {
                     // The denial text is the response's content; make sure it is seen.
                     let text = refusal.take().unwrap_or_else(|| response.text());
-                    eprintln!("{text}");
+                    eprintln!("{}", shown::block(&text));
                 } else if !response.text().ends_with('\n') && !response.content.is_empty() {
                     writeln!(stdout)?;
                 }

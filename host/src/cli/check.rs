@@ -14,6 +14,7 @@ use toolhost::permission::{Context, RuleSet};
 
 use super::args::{CheckArgs, Global};
 use super::exit;
+use super::shown::line;
 
 pub async fn check(global: &Global, args: CheckArgs) -> Result<u8> {
     let host = global.host().await?;
@@ -31,21 +32,21 @@ pub async fn check(global: &Global, args: CheckArgs) -> Result<u8> {
     if args.json {
         println!("{}", decision_json(&serde_json::Value::Null, &decision));
     } else {
-        println!("{}: {}", decision.behavior.as_str().to_uppercase(), decision.message);
+        println!("{}: {}", decision.behavior.as_str().to_uppercase(), line(&decision.message));
         if let Some(reason) = &decision.reason {
-            println!("reason: {reason}");
+            println!("reason: {}", line(reason));
         }
         println!(
             "decided by: {}{}",
             decision.source.as_str(),
-            decision.rule.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+            decision.rule.as_ref().map(|r| format!(" ({})", line(&r.to_string()))).unwrap_or_default()
         );
         if decision.bypass_immune {
             println!("safety check: no allow rule can allow this; only bypass mode skips it");
         }
         if !decision.suggested_rules.is_empty() {
             let rules: Vec<String> = decision.suggested_rules.iter().map(|r| r.to_string()).collect();
-            println!("suggested rules: {}", rules.join(", "));
+            println!("suggested rules: {}", line(&rules.join(", ")));
         }
     }
     Ok(match decision.behavior {

@@ -6,6 +6,7 @@ use toolhost::tool::{Origin, load_component};
 
 use super::args::{Global, InspectArgs};
 use super::exit;
+use super::shown::{block, line};
 
 pub async fn inspect(global: &Global, args: InspectArgs) -> Result<u8> {
     let (settings, _) = global.settings()?;
@@ -26,7 +27,7 @@ pub async fn inspect(global: &Global, args: InspectArgs) -> Result<u8> {
         return Ok(exit::OK);
     }
     println!("{}  ({} bytes)", args.file.display(), bytes.len());
-    println!("tool:          {}", info.name);
+    println!("tool:          {}", line(&info.name));
     println!("WIT:           toolhost:tool@{}", info.wit_version);
     println!("sha256:        {}", info.sha256);
     println!(
@@ -36,8 +37,8 @@ pub async fn inspect(global: &Global, args: InspectArgs) -> Result<u8> {
     println!("capabilities:  {}", super::list::declared(info));
     println!("imports:");
     for import in &report.imports {
-        println!("  {import}");
+        println!("  {}", line(import));
     }
-    println!("description:\n  {}", info.description.replace('\n', "\n  "));
+    println!("description:\n  {}", block(&info.description).replace('\n', "\n  "));
     Ok(exit::OK)
 }

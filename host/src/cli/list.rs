@@ -6,6 +6,7 @@ use toolhost::tool::{Origin, ToolInfo};
 
 use super::args::{DescribeArgs, Global, ListArgs};
 use super::exit;
+use super::shown::{block, line};
 
 pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
     let host = global.host().await?;
@@ -19,7 +20,8 @@ pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
     for t in &tools {
         let summary = t.description.lines().next().unwrap_or("");
         let summary: String = summary.chars().take(60).collect();
-        println!("{:width$}  {:5}  {:8}  {:8}  {summary}", t.name, flags(t), origin(t), caps(t));
+        let summary = line(&summary);
+        println!("{:width$}  {:5}  {:8}  {:8}  {summary}", line(&t.name), flags(t), origin(t), caps(t));
     }
     println!("\nflags: r read-only, c concurrency-safe, x external, s state-injected");
     let middleware = host.middleware();
@@ -33,7 +35,8 @@ pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
                 .collect();
             let attached =
                 if tools.is_empty() { "not attached".to_string() } else { format!("on {}", tools.join(", ")) };
-            println!("{:width$}  {}  ({attached})", m.name, m.description.lines().next().unwrap_or(""));
+            let summary = line(m.description.lines().next().unwrap_or(""));
+            println!("{:width$}  {summary}  ({attached})", line(&m.name));
         }
     }
     Ok(exit::OK)
@@ -53,8 +56,8 @@ pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
         return Ok(exit::OK);
     }
     let grants = host.grants_for(&t);
-    println!("{}\n", t.name);
-    println!("{}\n", t.description);
+    println!("{}\n", line(&t.name));
+    println!("{}\n", block(&t.description));
     println!(
         "read-only: {}   concurrency-safe: {}   external: {}   state-injected: {}",
         t.read_only, t.concurrency_safe, t.external, t.state_injected
@@ -70,7 +73,7 @@ pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
         .fs
         .roots()
         .iter()
-        .map(|r| format!("{} ({})", r.path.display(), if r.write { "rw" } else { "ro" }))
+        .map(|r| format!("{} ({})", line(&r.path.display().to_string()), if r.write { "rw" } else { "ro" }))
         .collect();
     println!(
         "granted: files [{}], exec {}, state {}",
@@ -80,7 +83,7 @@ pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
     );
     let layers = host.middleware_for(&t.name);
     if !layers.is_empty() {
-        println!("middleware (outermost first): {}", layers.join(", "));
+        println!("middleware (outermost first): {}", line(&layers.join(", ")));
     }
     println!("\ninput schema:\n{}", serde_json::to_string_pretty(&t.input_schema)?);
     Ok(exit::OK)
@@ -124,10 +127,10 @@ pub fn declared(t: &ToolInfo) -> String {
     let c = &t.capabilities;
     let mut parts = Vec::new();
     if !c.fs_read.is_empty() {
-        parts.push(format!("fs-read {}", c.fs_read.join(", ")));
+        parts.push(format!("fs-read {}", line(&c.fs_read.join(", "))));
     }
     if !c.fs_write.is_empty() {
-        parts.push(format!("fs-write {}", c.fs_write.join(", ")));
+        parts.push(format!("fs-write {}", line(&c.fs_write.join(", "))));
     }
     if c.process_exec {
         parts.push("exec".into());

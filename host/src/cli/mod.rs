@@ -8,6 +8,8 @@ mod inspect;
 mod list;
 mod prompt;
 mod run;
+mod shown;
+mod wit;
 
 use std::process::ExitCode;
 
@@ -40,7 +42,7 @@ pub fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", shown::block(&format!("{e:#}")));
             ExitCode::from(exit::ERROR)
         }
     }
@@ -55,6 +57,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(a) => run::run(&cli.global, a).await,
         Command::Check(a) => check::check(&cli.global, a).await,
         Command::Inspect(a) => inspect::inspect(&cli.global, a).await,
+        Command::Wit(a) => wit::wit(a),
     }
 }
 

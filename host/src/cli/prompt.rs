@@ -5,6 +5,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use toolhost::PermissionAnswer;
 use toolhost::permission::Decision;
 
+use super::shown::line;
+
 /// Whether a person can be asked (stdin and stderr are terminals).
 pub fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
@@ -21,12 +23,12 @@ pub fn remember_target(host: &toolhost::Toolhost) -> String {
 /// Asks: allow once, allow and remember the suggested rules, or deny.
 pub fn ask(tool: &str, input: &serde_json::Value, decision: &Decision, remember_target: &str) -> PermissionAnswer {
     let mut err = std::io::stderr();
-    let _ = writeln!(err, "\n{} wants to run with {}", tool, input);
-    let _ = writeln!(err, "  {}", decision.message);
+    let _ = writeln!(err, "\n{} wants to run with {}", line(tool), input);
+    let _ = writeln!(err, "  {}", line(&decision.message));
     if let Some(reason) = &decision.reason {
-        let _ = writeln!(err, "  ({reason})");
+        let _ = writeln!(err, "  ({})", line(reason));
     }
-    let rules: Vec<String> = decision.suggested_rules.iter().map(|r| r.to_string()).collect();
+    let rules: Vec<String> = decision.suggested_rules.iter().map(|r| line(&r.to_string()).into_owned()).collect();
     let can_remember = !rules.is_empty() && !decision.bypass_immune;
     if can_remember {
         let _ =
@@ -48,13 +50,14 @@ pub fn ask(tool: &str, input: &serde_json::Value, decision: &Decision, remember_
 
 /// What to say when nobody can be asked.
 pub fn not_asked(tool: &str, decision: &Decision) -> String {
-    let mut text = format!("Permission denied: {} (nobody could be asked: no terminal).", decision.message);
+    let mut text = format!("Permission denied: {} (nobody could be asked: no terminal).", line(&decision.message));
     if decision.bypass_immune {
         text.push_str(&format!(
             " This is a safety check: no allow rule can allow it; only --mode bypass skips it. ({})",
-            decision.reason.clone().unwrap_or_default()
+            line(decision.reason.as_deref().unwrap_or_default())
         ));
     } else if let Some(rule) = decision.suggested_rules.first() {
+        let rule = line(&rule.to_string()).into_owned();
         text.push_str(&format!(" To allow calls like this, add the rule `{rule}`: --allow '{rule}' or [permissions].allow in toolhost.toml."));
     } else {
         text.push_str(&format!(

@@ -5,6 +5,15 @@
 //! the host). When a new WIT version is released, it gets a sibling module
 //! (`v0_2_0`) and the loader picks the module by the component's exports.
 
+/// The WIT package this host speaks (`toolhost:tool@0.1.0`), file name and
+/// text, as built into the binary: `toolhost wit --out DIR` writes it out so
+/// a plugin author can build against it without copying the repository.
+pub const WIT_PACKAGE: &[(&str, &str)] = &[
+    ("host.wit", include_str!("../../../wit/v0.1.0/host.wit")),
+    ("types.wit", include_str!("../../../wit/v0.1.0/types.wit")),
+    ("worlds.wit", include_str!("../../../wit/v0.1.0/worlds.wit")),
+];
+
 /// The `tool-component` world: what a tool imports and exports. (Generated:
 /// the WIT files carry the documentation.)
 #[allow(missing_docs)]

@@ -21,8 +21,11 @@ pub enum GuestFailure {
         /// The limit in force, MiB.
         limit_mib: u64,
     },
-    /// Recursed too deep.
-    #[error("the tool overflowed its stack (unbounded recursion?) and was stopped")]
+    /// Recursed too deep, or ran out of its shadow stack (the part of
+    /// linear memory where large local variables live).
+    #[error(
+        "stack overflow: the tool overflowed its stack (unbounded recursion, or very large local variables?) and was stopped"
+    )]
     StackOverflow,
     /// Panicked (Rust guests print the message to stderr first).
     #[error("the tool panicked: {message}")]
@@ -50,9 +53,11 @@ impl GuestFailure {
         memory_bytes: u64,
     ) -> Self {
         let text = format!("{err:?}");
+        tracing::debug!("guest trap: {text}");
         match err.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => return Self::Timeout { limit_ms },
             Some(Trap::StackOverflow) => return Self::StackOverflow,
+            Some(Trap::MemoryOutOfBounds) if shadow_stack_overflow(err) => return Self::StackOverflow,
             _ => {}
         }
         if timed_out {
@@ -71,3 +76,26 @@ impl GuestFailure {
         Self::Trap { message: if stderr_tail.is_empty() { first } else { format!("{first}: {stderr_tail}") } }
     }
 }
+
+/// Whether an out-of-bounds access is the shadow stack running out. Rust
+/// (like C) keeps large locals on a stack in linear memory that grows down
+/// towards address 0; one frame too many moves the stack pointer below 0
+/// and the next access traps as out of bounds, not as a stack overflow.
+/// Such a trap deep inside a recursion (the trapping function at least
+/// [`RECURSION_FRAMES`] times on the guest's call stack) is reported as the
+/// stack overflow it is; any other wild access stays a crash.
+fn shadow_stack_overflow(err: &wasmtime::Error) -> bool {
+    let Some(trace) = err.downcast_ref::<wasmtime::WasmBacktrace>() else {
+        return false;
+    };
+    let frames = trace.frames();
+    let Some(top) = frames.first() else {
+        return false;
+    };
+    frames.iter().filter(|f| f.func_index() == top.func_index()).count() >= RECURSION_FRAMES
+}
+
+/// How often the trapping function must be on the stack for an
+/// out-of-bounds trap to count as a shadow-stack overflow (1 MiB of shadow
+/// stack runs out after 16 frames of 64 KiB).
+const RECURSION_FRAMES: usize = 8;

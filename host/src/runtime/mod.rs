@@ -30,7 +30,7 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(2);
 
 /// The budget of one call. Security-relevant defaults: 120 s wall clock,
 /// 256 MiB of linear memory, 8 MiB of output, processes at most 600 s,
-/// agent-state values at most 1 MiB.
+/// agent-state values at most 1 MiB, 1 MiB of log lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
@@ -38,7 +38,8 @@ pub struct Limits {
     pub timeout_ms: u64,
     /// Linear-memory cap per instance, in bytes.
     pub max_memory_bytes: u64,
-    /// Output cap per call, in bytes of content.
+    /// Output cap per call, in bytes: text and data blocks plus each
+    /// chunk's metadata as JSON.
     pub max_output_bytes: u64,
     /// The longest a tool may ask a process to run, in milliseconds. A call
     /// that starts a process gets its deadline extended to cover it.
@@ -46,6 +47,10 @@ pub struct Limits {
     /// The largest value a tool may store in the agent state with `set` or
     /// `compare-and-set`, in bytes of key plus JSON text.
     pub max_state_value_bytes: u64,
+    /// Log output per instance (tool or middleware), in bytes of message
+    /// text: lines past it are dropped, and one final line says how many
+    /// bytes were.
+    pub max_log_bytes: u64,
 }
 
 impl Default for Limits {
@@ -56,6 +61,7 @@ impl Default for Limits {
             max_output_bytes: 8 << 20,
             max_process_timeout_ms: 600_000,
             max_state_value_bytes: 1 << 20,
+            max_log_bytes: 1 << 20,
         }
     }
 }
@@ -66,6 +72,10 @@ impl Limits {
         Duration::from_millis(self.timeout_ms)
     }
 }
+
+/// The longest the metadata probe may take, in milliseconds (less when
+/// `limits.timeout_ms` is smaller).
+pub const PROBE_TIMEOUT_MS: u64 = 10_000;
 
 /// Options for building a [`Runtime`].
 #[derive(Debug, Clone, Default)]
@@ -85,6 +95,7 @@ pub struct Runtime {
     middleware_linker: Linker<CallState>,
     cache: Option<CompileCache>,
     pooling: bool,
+    limits: Limits,
     _ticker: EpochTicker,
 }
 
@@ -119,7 +130,7 @@ impl Runtime {
             None => None,
         };
         let ticker = EpochTicker::start(engine.clone());
-        Ok(Self { engine, tool_linker, middleware_linker, cache, pooling, _ticker: ticker })
+        Ok(Self { engine, tool_linker, middleware_linker, cache, pooling, limits: options.limits, _ticker: ticker })
     }
 
     /// The engine.
@@ -135,6 +146,13 @@ impl Runtime {
     /// The linker for the `middleware-component` world.
     pub fn middleware_linker(&self) -> &Linker<CallState> {
         &self.middleware_linker
+    }
+
+    /// The limits of the metadata probe (a component's `metadata` or a
+    /// middleware's `info`, called once at load with no grants): the
+    /// configured limits, with the time limit at most [`PROBE_TIMEOUT_MS`].
+    pub fn probe_limits(&self) -> Limits {
+        Limits { timeout_ms: self.limits.timeout_ms.min(PROBE_TIMEOUT_MS), ..self.limits }
     }
 
     /// Whether instances come from the pooling allocator.

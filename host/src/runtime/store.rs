@@ -49,6 +49,13 @@ impl Deadline {
         self.until().saturating_duration_since(Instant::now())
     }
 
+    /// Moves the deadline `by` later (time the call spent waiting for a
+    /// person's answer does not count against it).
+    pub fn postpone(&self, by: Duration) {
+        let mut until = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        *until += by;
+    }
+
     /// Makes sure at least `needed` (capped at the maximum process time)
     /// plus a grace period remains.
     pub fn extend_for(&self, needed: Duration) {
@@ -79,15 +86,34 @@ impl OutputSink {
         self.truncated
     }
 
+    /// Bytes left before the cap.
+    pub fn room(&self) -> u64 {
+        self.cap.saturating_sub(self.used)
+    }
+
     /// Sends a chunk, cutting it at the cap (and noting the cut once).
-    /// Returns false once the cap is reached or the receiver is gone.
-    pub async fn emit(&mut self, mut chunk: Chunk) -> bool {
+    /// Everything counts: the bytes of text and data blocks, then the
+    /// chunk's metadata as serialized JSON (metadata that does not fit is
+    /// dropped whole). Returns false once the cap is reached or the
+    /// receiver is gone.
+    pub async fn emit(&mut self, chunk: Chunk) -> bool {
+        if self.truncated {
+            return false;
+        }
+        let metadata = metadata_weight(&chunk.metadata);
+        self.emit_weighed(chunk, metadata).await
+    }
+
+    /// [`OutputSink::emit`] with the metadata's weight already known (a
+    /// guest's metadata text too large to be worth parsing is weighed by
+    /// its length and dropped before it reaches here).
+    pub(crate) async fn emit_weighed(&mut self, mut chunk: Chunk, metadata: u64) -> bool {
         if self.truncated {
             return false;
         }
         let mut kept = Vec::with_capacity(chunk.content.len());
         for block in chunk.content.drain(..) {
-            let room = self.cap.saturating_sub(self.used);
+            let room = self.room();
             let weight = block.weight() as u64;
             if weight <= room {
                 self.used += weight;
@@ -101,12 +127,22 @@ impl OutputSink {
                 }
                 kept.push(ContentBlock::text(&text[..end]));
             }
+            self.truncated = true;
+            break;
+        }
+        if !self.truncated {
+            if metadata <= self.room() {
+                self.used += metadata;
+            } else {
+                self.truncated = true;
+            }
+        }
+        if self.truncated {
+            chunk.metadata.clear();
             kept.push(ContentBlock::text(format!(
                 "\n... (output truncated: the call exceeded its output limit of {} bytes; raise limits.max_output_bytes to see more)",
                 self.cap
             )));
-            self.truncated = true;
-            break;
         }
         chunk.content = kept;
         let sent = self.tx.send(chunk).await.is_ok();
@@ -117,6 +153,57 @@ impl OutputSink {
     pub async fn emit_note(&mut self, text: String, state: ResultState) {
         let _ = self.tx.send(Chunk::text(text, state)).await;
     }
+}
+
+/// How much log text an instance may still write (`limits.max_log_bytes`).
+#[derive(Debug)]
+pub struct LogBudget {
+    left: u64,
+    dropped: u64,
+}
+
+impl LogBudget {
+    /// A budget of `bytes`.
+    pub fn new(bytes: u64) -> Self {
+        Self { left: bytes, dropped: 0 }
+    }
+
+    /// Whether a line of `len` bytes may be logged; counts it either way.
+    pub fn admit(&mut self, len: usize) -> bool {
+        let len = len as u64;
+        if self.dropped == 0 && len <= self.left {
+            self.left -= len;
+            return true;
+        }
+        self.dropped = self.dropped.saturating_add(len);
+        false
+    }
+
+    /// Bytes of log lines dropped so far.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
+
+/// The bytes a chunk's metadata counts against the output cap: its length
+/// as JSON text (nothing when empty), counted without building the text.
+pub fn metadata_weight(metadata: &serde_json::Map<String, serde_json::Value>) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    if metadata.is_empty() {
+        return 0;
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, metadata);
+    count.0
 }
 
 /// The data of one store: WASI context, resource table, limits, grants,
@@ -135,6 +222,23 @@ pub struct CallState {
     pub(crate) call_limits: Limits,
     /// For middleware stores: how to run the inner layers.
     pub(crate) chain: Option<Arc<dyn crate::runtime::imports::chain::ChainRunner>>,
+    /// What is left of the instance's log output.
+    pub(crate) log_budget: LogBudget,
+}
+
+impl Drop for CallState {
+    /// Says, once, how much log output the budget dropped.
+    fn drop(&mut self) {
+        let dropped = self.log_budget.dropped();
+        if dropped > 0 {
+            let tool = &*self.tool;
+            let limit = self.call_limits.max_log_bytes;
+            tracing::warn!(
+                tool,
+                "{dropped} log bytes dropped (the instance exceeded its log limit of {limit} bytes; raise limits.max_log_bytes to keep more)"
+            );
+        }
+    }
 }
 
 /// Everything needed to build a [`CallState`].
@@ -182,6 +286,7 @@ impl CallState {
             sink: OutputSink::new(setup.output, setup.limits.max_output_bytes),
             stderr,
             deadline: setup.deadline,
+            log_budget: LogBudget::new(setup.limits.max_log_bytes),
             call_limits: setup.limits,
             chain: None,
         }

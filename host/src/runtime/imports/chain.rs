@@ -1,7 +1,7 @@
 //! The `chain` interface: how a middleware runs the inner layers of a call.
 //!
-//! Each `next-handler.run` re-validates the input against the tool's schema
-//! and starts the inner layers (the next middleware, or finally the tool) as
+//! Each `next-handler.run` re-validates the input against the tool's schema,
+//! decides a rewritten input again with the permission engine, and starts the inner layers (the next middleware, or finally the tool) as
 //! their own task with their own store; their chunks arrive through a
 //! channel that `inner-call.next-chunk` drains as they come. The chain
 //! itself (ordering, stores, failures) lives in [`crate::middleware`].
@@ -22,12 +22,20 @@ use crate::runtime::bindings::wit_types::{self as types, ToolError};
 pub type InnerOutcome = Result<(), ToolError>;
 
 /// Starts the layers inside one position of a chain.
+#[async_trait::async_trait]
 pub trait ChainRunner: Send + Sync {
-    /// Validates `input` against the tool's schema, then runs the inner
-    /// layers with it as a task of their own; their chunks go to `output`,
-    /// their outcome to the returned receiver. Invalid input is refused
-    /// with [`ToolError::InvalidInput`] carrying the validation error.
-    fn run(&self, input: String, output: mpsc::Sender<Chunk>) -> Result<oneshot::Receiver<InnerOutcome>, ToolError>;
+    /// Validates `input` against the tool's schema, decides it again with
+    /// the permission engine when it differs from the input the call was
+    /// allowed with, then runs the inner layers with it as a task of their
+    /// own; their chunks go to `output`, their outcome to the returned
+    /// receiver. Invalid input is refused with [`ToolError::InvalidInput`]
+    /// carrying the validation error, a refused one with
+    /// [`ToolError::Denied`].
+    async fn run(
+        &self,
+        input: String,
+        output: mpsc::Sender<Chunk>,
+    ) -> Result<oneshot::Receiver<InnerOutcome>, ToolError>;
 }
 
 /// The handle a middleware gets: the rest of the chain below it.
@@ -86,9 +94,9 @@ impl InnerCall {
 
 impl NextHandler {
     /// Starts a run of the inner layers (see [`ChainRunner::run`]).
-    pub fn start(&self, input: String) -> Result<InnerCall, ToolError> {
+    pub async fn start(&self, input: String) -> Result<InnerCall, ToolError> {
         let (tx, rx) = mpsc::channel(32);
-        let outcome = self.runner.run(input, tx)?;
+        let outcome = self.runner.run(input, tx).await?;
         Ok(InnerCall { chunks: rx, outcome: Some(outcome), settled: None, waiting: self.waiting.clone() })
     }
 }
@@ -101,7 +109,9 @@ impl wit::HostNextHandler for CallState {
         handler: Resource<NextHandler>,
         input: String,
     ) -> wasmtime::Result<Result<Resource<InnerCall>, ToolError>> {
-        let started = self.table.get(&handler)?.start(input);
+        let handler = self.table.get(&handler)?;
+        let runner = NextHandler { runner: handler.runner.clone(), waiting: handler.waiting.clone() };
+        let started = runner.start(input).await;
         match started {
             Ok(call) => Ok(Ok(self.table.push(call)?)),
             Err(e) => Ok(Err(e)),

@@ -3,6 +3,9 @@ use crate::runtime::bindings::tool::toolhost::tool::log::{Host, Level};
 
 impl Host for CallState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        if !self.log_budget.admit(message.len()) {
+            return Ok(());
+        }
         let tool = &*self.tool;
         match level {
             Level::Trace => tracing::trace!(tool, "{message}"),

@@ -4,7 +4,17 @@ use crate::runtime::bindings::tool::toolhost::tool::output::Host;
 use crate::runtime::bindings::wit_types as wit;
 
 impl Host for CallState {
-    async fn emit(&mut self, chunk: wit::Chunk) -> wasmtime::Result<bool> {
+    async fn emit(&mut self, mut chunk: wit::Chunk) -> wasmtime::Result<bool> {
+        if self.sink.truncated() {
+            return Ok(false);
+        }
+        // Metadata longer than the room left cannot fit: not worth parsing.
+        let metadata_len = chunk.metadata.len() as u64;
+        if metadata_len > self.sink.room() {
+            chunk.metadata = String::new();
+            let chunk = from_wit(chunk, &self.tool);
+            return Ok(self.sink.emit_weighed(chunk, metadata_len).await);
+        }
         let chunk = from_wit(chunk, &self.tool);
         Ok(self.sink.emit(chunk).await)
     }
