@@ -190,7 +190,13 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
         if !read_only {
             // Any word of a part that may write (issue 12): reads by
             // read-only programs stay allowed.
-            targets.extend(paths::named_paths(part, &at));
+            let named = paths::Needles::with(lists, |n| paths::named_paths(part, &at, n));
+            for t in named {
+                // A file command's targets are named by its words too.
+                if !targets.iter().any(|o| o.raw == t.raw && o.abs == t.abs) {
+                    targets.push(t);
+                }
+            }
         }
         for t in targets {
             if paths::target_is_dangerous(&t, &ctx.home, lists) && !sensitive.contains(&t.display) {

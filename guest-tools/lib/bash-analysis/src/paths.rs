@@ -323,11 +323,20 @@ fn script_words(words: &[Word]) -> Vec<usize> {
 /// ([`script_words`]), and the values of its leading assignments. Resolved
 /// like every other target (`~`, `$HOME`, quotes, `..`, the part's
 /// directory).
-pub(crate) fn named_paths(part: &Part, at: &Place) -> Vec<Target> {
-    let skip = script_words(&part.words);
+pub(crate) fn named_paths(part: &Part, at: &Place, needles: &Needles) -> Vec<Target> {
+    // Where relative words land cannot make them dangerous: a word that
+    // does not contain a dangerous name cannot be one.
+    let plain_base = !needles.may_match(at.cwd)
+        && !needles.may_match(at.home)
+        && part.cd_trail.as_ref().is_none_or(|t| t.iter().all(|s| !needles.may_match(s)));
+    let may_name = |w: &Word| !plain_base || w.glob || w.brace || needles.may_match(w.text());
     let mut out = Vec::new();
+    if !part.words.iter().chain(&part.assign_values).any(may_name) {
+        return out;
+    }
+    let skip = script_words(&part.words);
     for (k, w) in part.words.iter().enumerate() {
-        if skip.contains(&k) {
+        if skip.contains(&k) || !may_name(w) {
             continue;
         }
         for piece in path_pieces(w.text()) {
@@ -344,6 +353,72 @@ pub(crate) fn named_paths(part: &Part, at: &Place) -> Vec<Target> {
     out
 }
 
+/// The dangerous names of a pair of lists, for a quick test that a text
+/// cannot name a dangerous path: a path is dangerous only when its text,
+/// its working directory or the home directory contains one of them
+/// (ignoring ASCII case; any non-ASCII text may).
+pub(crate) struct Needles {
+    /// The names, lower-cased.
+    names: Vec<String>,
+    /// The first bytes of the names, both cases: where a match may start.
+    starts: [bool; 256],
+    /// Some name is not ASCII: every text may match.
+    any_non_ascii: bool,
+}
+
+impl Needles {
+    /// The names of `lists`.
+    pub(crate) fn new(lists: &DangerLists) -> Self {
+        let names: Vec<String> = lists
+            .files
+            .iter()
+            .chain(&lists.directories)
+            .map(|e| e.trim_matches('/'))
+            .filter(|e| !e.is_empty())
+            .map(str::to_ascii_lowercase)
+            .collect();
+        let mut starts = [false; 256];
+        for n in &names {
+            let b = n.as_bytes()[0];
+            starts[usize::from(b.to_ascii_lowercase())] = true;
+            starts[usize::from(b.to_ascii_uppercase())] = true;
+        }
+        let any_non_ascii = names.iter().any(|n| !n.is_ascii());
+        Needles { names, starts, any_non_ascii }
+    }
+
+    /// Runs `f` with the needles of `lists`, built once per thread for the
+    /// lists last seen (a decision's lists are the tool's settings).
+    pub(crate) fn with<R>(lists: &DangerLists, f: impl FnOnce(&Needles) -> R) -> R {
+        thread_local! {
+            static LAST: std::cell::RefCell<Option<(DangerLists, std::rc::Rc<Needles>)>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let hit = LAST.with_borrow(|c| c.as_ref().filter(|(l, _)| l == lists).map(|(_, n)| n.clone()));
+        let needles = hit.unwrap_or_else(|| {
+            let n = std::rc::Rc::new(Needles::new(lists));
+            LAST.set(Some((lists.clone(), n.clone())));
+            n
+        });
+        f(&needles)
+    }
+
+    /// False only when `text` certainly contains none of the names.
+    pub(crate) fn may_match(&self, text: &str) -> bool {
+        if self.any_non_ascii || !text.is_ascii() {
+            return true;
+        }
+        let hay = text.as_bytes();
+        (0..hay.len()).any(|i| {
+            self.starts[usize::from(hay[i])]
+                && self.names.iter().any(|n| {
+                    let n = n.as_bytes();
+                    hay.len() - i >= n.len() && hay[i..i + n.len()].eq_ignore_ascii_case(n)
+                })
+        })
+    }
+}
+
 /// The default dangerous lists, built once.
 fn default_lists() -> &'static DangerLists {
     static LISTS: std::sync::OnceLock<DangerLists> = std::sync::OnceLock::new();
@@ -355,6 +430,12 @@ fn default_lists() -> &'static DangerLists {
 /// `~`/`$HOME` as a directory): for the read-only test, which has no
 /// settings, working directory or home.
 pub(crate) fn text_names_default_danger(text: &str) -> bool {
+    thread_local! {
+        static NEEDLES: Needles = Needles::new(default_lists());
+    }
+    if !NEEDLES.with(|n| n.may_match(text)) {
+        return false;
+    }
     let crude: String = text.chars().filter(|c| !matches!(c, '"' | '\'')).collect();
     path_pieces(&crude).iter().any(|p| is_dangerous_path(p, "/", "/", default_lists()))
 }
