@@ -185,25 +185,29 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
         }
     }
     let mut sensitive: Vec<String> = Vec::new();
-    for (part, &read_only) in a.parts.iter().zip(a.read_only_parts()) {
-        let mut targets = paths::part_targets(part, &at);
-        if !read_only {
-            // Any word of a part that may write (issue 12): reads by
-            // read-only programs stay allowed.
-            let named = paths::Needles::with(lists, |n| paths::named_paths(part, &at, n));
-            for t in named {
-                // A file command's targets are named by its words too.
-                if !targets.iter().any(|o| o.raw == t.raw && o.abs == t.abs) {
-                    targets.push(t);
-                }
-            }
-        }
+    let mut judge = |targets: Vec<paths::Target>| {
         for t in targets {
             if paths::target_is_dangerous(&t, &ctx.home, lists) && !sensitive.contains(&t.display) {
                 sensitive.push(t.display);
             }
         }
-    }
+    };
+    paths::Needles::with(lists, |needles| {
+        for (part, &read_only) in a.parts.iter().zip(a.read_only_parts()) {
+            let mut targets = paths::part_targets(part, &at);
+            if !read_only {
+                // Any word of a part that may write (issue 12): reads by
+                // read-only programs stay allowed.
+                for t in paths::named_paths(part, &at, needles) {
+                    // A file command's targets are named by its words too.
+                    if !targets.iter().any(|o| o.raw == t.raw && o.abs == t.abs) {
+                        targets.push(t);
+                    }
+                }
+            }
+            judge(targets);
+        }
+    });
     if !sensitive.is_empty() {
         return safety_ask(
             format!("Permission required: Bash command operates on sensitive paths: {}", sensitive.join(", ")),
