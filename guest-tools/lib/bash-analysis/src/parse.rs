@@ -84,6 +84,8 @@ impl Redirect {
 pub(crate) struct Part {
     /// Leading `NAME=value` assignments: (name, raw text).
     pub assigns: Vec<(String, String)>,
+    /// The values of those assignments (each element of an array value).
+    pub assign_values: Vec<Word>,
     /// The command name and its arguments.
     pub words: Vec<Word>,
     /// Redirections to or from files (descriptor duplications are omitted).
@@ -255,6 +257,7 @@ fn plain_simple_command(src: &str) -> Option<Part> {
             && let Some(name) = assignment_prefix(token)
         {
             part.assigns.push((name.to_string(), token.to_string()));
+            part.assign_values.push(static_word(token.split_once('=').map_or("", |(_, v)| v)));
             continue;
         }
         if part.words.is_empty() && RESERVED_WORDS.contains(&token) {
@@ -554,9 +557,10 @@ impl Walker {
                     part.words.push(w);
                 }
                 ast::CommandPrefixOrSuffixItem::AssignmentWord(a, raw) => {
-                    self.assignment(a);
+                    let values = self.assignment(a);
                     if i < prefix_len {
                         part.assigns.push((assignment_name(a), raw.value.clone()));
+                        part.assign_values.extend(values);
                     } else {
                         let w = self.word(raw);
                         part.words.push(w);
@@ -613,21 +617,22 @@ impl Walker {
         self.cwd = saved_cwd;
     }
 
-    fn assignment(&mut self, a: &ast::Assignment) {
+    /// Walks an assignment and returns its value words.
+    fn assignment(&mut self, a: &ast::Assignment) -> Vec<Word> {
         if let ast::AssignmentName::ArrayElementName(_, idx) = &a.name {
             self.arith(idx);
         }
         match &a.value {
-            ast::AssignmentValue::Scalar(w) => {
-                self.word(w);
-            }
+            ast::AssignmentValue::Scalar(w) => vec![self.word(w)],
             ast::AssignmentValue::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
                 for (k, v) in items {
                     if let Some(k) = k {
                         self.word(k);
                     }
-                    self.word(v);
+                    out.push(self.word(v));
                 }
+                out
             }
         }
     }

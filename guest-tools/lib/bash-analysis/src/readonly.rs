@@ -70,6 +70,8 @@ pub const READ_ONLY_COMMANDS: &[&str] = &[
     "npm ls",
     "pip list",
     "pip show",
+    "sort",
+    "date",
 ];
 
 /// Read-only programs that have no option which writes or executes, so a
@@ -130,7 +132,11 @@ const FIND_ARG_PRIMARIES: &[&str] = &[
 ];
 
 /// Options that make an otherwise read-only command write a file or run a
-/// program (matched as the whole argument or as `option=...`).
+/// program. A long one matches as written, with `=value`, or abbreviated
+/// (`sort --out=f`: getopt accepts any unambiguous prefix); a short one
+/// anywhere in a cluster of short options (`sort -uo f`, `-ofile`), except
+/// after a letter that takes the rest of the cluster as its value
+/// ([`short_value_letters`]).
 fn writes_or_runs(program: &str, arg: &str) -> bool {
     let opts: &[&str] = match program {
         "git" => &["--output", "-O", "--open-files-in-pager", "--ext-diff"],
@@ -139,14 +145,38 @@ fn writes_or_runs(program: &str, arg: &str) -> bool {
         "tree" => &["-o", "--output"],
         "file" => &["-C", "--compile"],
         "less" | "more" => &["-o", "-O", "--log-file", "--LOG-FILE"],
-        _ => &[],
+        "sort" => &["-o", "--output", "--compress-program"],
+        "date" => &["-s", "--set"],
+        _ => return false,
     };
-    opts.iter().any(|o| {
-        arg == *o
-            || arg.strip_prefix(o).is_some_and(|r| r.starts_with('='))
-            // Glued short option with a value: `-ofile`, `-Opager`.
-            || (o.len() == 2 && !o.starts_with("--") && arg.starts_with(o) && arg.len() > 2 && !arg.starts_with("--"))
-    })
+    if let Some(long) = arg.strip_prefix("--") {
+        let name = long.split_once('=').map_or(long, |(n, _)| n);
+        return !name.is_empty() && opts.iter().any(|o| o.strip_prefix("--").is_some_and(|o| o.starts_with(name)));
+    }
+    let Some(cluster) = arg.strip_prefix('-') else {
+        return false;
+    };
+    let takes_value = short_value_letters(program);
+    for c in cluster.chars() {
+        if opts.iter().any(|o| o.len() == 2 && o.ends_with(c)) {
+            return true;
+        }
+        if takes_value.contains(c) {
+            return false;
+        }
+    }
+    false
+}
+
+/// Short options whose value is the rest of their cluster, for the
+/// programs where a cluster is read exactly (elsewhere a dangerous letter
+/// anywhere in the cluster counts).
+fn short_value_letters(program: &str) -> &'static str {
+    match program {
+        "sort" => "ktST",
+        "date" => "dfrI",
+        _ => "",
+    }
 }
 
 /// Environment names whose assignment cannot change what a read-only
@@ -172,15 +202,103 @@ pub const HARMLESS_ENV_VARS: &[&str] = &[
     "CLICOLOR_FORCE",
 ];
 
-/// True when every leading assignment of the part is harmless.
+/// True when every leading assignment of the part is harmless (the
+/// allow-list above; used for allow rules, suggestions and the accept-edits
+/// auto-allow).
 pub(crate) fn assigns_harmless(part: &Part) -> bool {
     part.assigns.iter().all(|(n, _)| HARMLESS_ENV_VARS.contains(&n.as_str()))
+}
+
+/// Environment names that change which program runs, what it loads or
+/// reads, or how the shell itself behaves: an assignment to one of them
+/// keeps a command out of the read-only class (see `docs/bash-deviations.md`
+/// §3 for why each is here). Matched without regard to case; `*` at the
+/// start or end is a wildcard.
+pub const RISKY_ENV_VARS: &[&str] = &[
+    // The dynamic loader: preload or redirect libraries into any program.
+    "LD_*",
+    "DYLD_*",
+    "GLIBC_TUNABLES",
+    "MALLOC_*",
+    // Search paths: PATH picks the program; LD_LIBRARY_PATH, GCONV_PATH
+    // (iconv loads modules from it), PYTHONPATH, NODE_PATH, CDPATH (moves
+    // `cd`), MANPATH, LOCPATH/NLSPATH ... pick what is loaded or read.
+    "*PATH",
+    "*LIB",
+    // The shell: startup files, tracing prompts, options, word splitting.
+    "BASH*",
+    "ENV",
+    "IFS",
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS3",
+    "PS4",
+    "SHELLOPTS",
+    "PROMPT_COMMAND",
+    "POSIXLY_CORRECT",
+    "SHELL",
+    "HOME",
+    "XDG_*",
+    "ZDOTDIR",
+    "INPUTRC",
+    // Git reads GIT_DIR, GIT_CONFIG*, GIT_PAGER, GIT_EXTERNAL_DIFF,
+    // GIT_SSH_COMMAND...; configuration files can name programs to run.
+    "GIT_*",
+    "*CONFIG*",
+    // Programs that a read-only program may start.
+    "*PAGER*",
+    "*EDITOR*",
+    "VISUAL",
+    "BROWSER",
+    "*ASKPASS*",
+    "LESS*",
+    "MORE",
+    "MAGIC",
+    "GNUPG*",
+    // Options read from the environment (GREP_OPTIONS, TAR_OPTIONS,
+    // JAVA_TOOL_OPTIONS, NODE_OPTIONS, RUBYOPT, PERL5OPT, MAVEN_OPTS ...).
+    "*OPTIONS",
+    "*OPT",
+    "*OPTS",
+    // Interpreters' and package managers' own variables.
+    "PYTHON*",
+    "NODE_*",
+    "PERL*",
+    "RUBY*",
+    "NPM_*",
+    "PIP_*",
+    "DOCKER_*",
+    "GH_*",
+];
+
+/// True when `name` matches an entry of [`RISKY_ENV_VARS`].
+pub(crate) fn env_var_is_risky(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    RISKY_ENV_VARS.iter().any(|pat| match (pat.strip_prefix('*'), pat.strip_suffix('*')) {
+        (Some(mid), _) if mid.ends_with('*') => upper.contains(&mid[..mid.len() - 1]),
+        (Some(tail), _) => upper.ends_with(tail),
+        (None, Some(head)) => upper.starts_with(head),
+        (None, None) => upper == *pat,
+    })
+}
+
+/// True when no leading assignment of the part can change what a read-only
+/// program does: no name in [`RISKY_ENV_VARS`], and no value that names a
+/// dangerous path (the default lists: the read-only test has no settings).
+pub(crate) fn assigns_inert(part: &Part) -> bool {
+    part.assigns.iter().all(|(n, raw)| {
+        let value = raw.split_once('=').map_or("", |(_, v)| v);
+        !env_var_is_risky(n) && !crate::paths::text_names_default_danger(value)
+    })
 }
 
 /// True when this single part only reads.
 ///
 /// Not read-only: any redirection writing a file other than `/dev/null`;
-/// assignments other than [`HARMLESS_ENV_VARS`]; a bare assignment; a
+/// an assignment to a name in [`RISKY_ENV_VARS`] or of a value naming a
+/// dangerous path; a bare assignment; a `sed` that may write, run or read
+/// another file (see [`crate::sed::sed_is_read_only`]); a
 /// dynamic or relative-path program; wrappers (`sudo ls`); a `find` with a
 /// mutating predicate in predicate position (quoted or not); options that
 /// write or execute (`git diff --output=f`, `rg --pre cmd`, `tree -o f`).
@@ -188,7 +306,7 @@ pub(crate) fn part_is_read_only(part: &Part) -> bool {
     if part.redirects.iter().any(|r| r.kind == RedirKind::Write && !r.is_dev_null()) {
         return false;
     }
-    if !assigns_harmless(part) {
+    if !assigns_inert(part) {
         return false;
     }
     let Some((first, args)) = part.words.split_first() else {
@@ -212,6 +330,9 @@ pub(crate) fn part_is_read_only(part: &Part) -> bool {
     }
     if program == "find" && find_mutates(&vals) {
         return false;
+    }
+    if program == "sed" {
+        return crate::sed::sed_is_read_only(&vals);
     }
     let mut text = program.clone();
     for v in &vals {

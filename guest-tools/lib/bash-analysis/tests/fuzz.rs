@@ -63,8 +63,119 @@ fn compound() -> impl Strategy<Value = (String, Vec<&'static str>)> {
     })
 }
 
+/// Programs that may write through their arguments (known or not).
+const WRITERS: &[&str] = &[
+    "cp x",
+    "mv x",
+    "install",
+    "ln -s x",
+    "rsync -a x",
+    "scp x",
+    "tee -a",
+    "curl -sS",
+    "wget -q",
+    "tar -xf a.tar",
+    "unzip a.zip",
+    "somecmd",
+    "./tool",
+    "/opt/x/bin/gen",
+    "python3 gen.py",
+    "node gen.js",
+    "make",
+    "gcc a.c",
+    "sed -i s/a/b/",
+    "dd if=x",
+    "git clone u",
+    "docker run",
+    "cargo build",
+    "truncate -s0",
+    "touch",
+];
+/// How a word hands the path over: `@` is the path.
+const SPELLINGS: &[&str] = &[
+    "@",
+    "-o @",
+    "-o@",
+    "-O @",
+    "-O@",
+    "--output @",
+    "--output=@",
+    "of=@",
+    "--target-directory=@",
+    "-t @",
+    "-C @",
+    "-d @",
+    "-v @:/x",
+    "host:@",
+    "--log=@",
+    "-P @",
+];
+/// Dangerous paths as a model might write them (cwd /tmp/project, home /home/user).
+const DANGEROUS: &[&str] = &[
+    "~/.bashrc",
+    "$HOME/.profile",
+    "\"$HOME/.zshrc\"",
+    "/home/user/.ssh/authorized_keys",
+    ".env",
+    "'.env.local'",
+    "\".git/hooks/pre-commit\"",
+    "sub/../.envrc",
+    "../project/.git/config",
+    "~/.ssh",
+    ".vscode/settings.json",
+    ".idea",
+    "$'.npmrc'",
+    "\\.pypirc",
+    "/root/.gitconfig",
+    ".b*",
+    "~/.ssh/conf*",
+    "~/.bash{rc,}",
+    "{a,.env}",
+];
+
+/// A command with a part that names a dangerous path in one of its words,
+/// disguised and joined to read-only parts.
+fn dangerous_write() -> impl Strategy<Value = String> {
+    (
+        0usize..WRITERS.len(),
+        0usize..SPELLINGS.len(),
+        0usize..DANGEROUS.len(),
+        0u8..9,
+        any::<bool>(),
+        prop::collection::vec((0usize..RO.len(), 0usize..SEPS.len()), 0..3),
+    )
+        .prop_map(|(w, sp, d, how, assign, others)| {
+            let word = SPELLINGS[sp].replace('@', DANGEROUS[d]);
+            let part = if assign && sp == 0 {
+                format!("OUT={} {}", DANGEROUS[d], WRITERS[w])
+            } else {
+                format!("{} {word}", WRITERS[w])
+            };
+            // Quoting the assignment word would quote the path's own quotes.
+            let how = if assign && sp == 0 && matches!(how % 9, 1 | 2) { 0 } else { how };
+            let mut cmd = disguise(&part, how);
+            for (r, sep) in others {
+                cmd = format!("{}{}{cmd}", RO[r], SEPS[sep]);
+            }
+            cmd
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+
+    /// Issue 12: a part naming a dangerous path in any word, whatever the
+    /// program and spelling, is a bypass-immune safety ask; not even a
+    /// tool-wide allow rule lets it through.
+    #[test]
+    fn a_dangerous_path_in_any_word_is_never_allowed(cmd in dangerous_write()) {
+        let lists = DangerLists::default();
+        prop_assert!(!check_read_only(&cmd), "read-only: {cmd:?}");
+        for mode in [Mode::Default, Mode::AcceptEdits, Mode::DontAsk] {
+            let v = check_permissions(&cmd, &ctx(mode), &lists);
+            prop_assert!(v.behavior == Behavior::Ask && v.bypass_immune, "{cmd:?} in {mode:?}: {v:?}");
+        }
+    }
 
     #[test]
     fn never_allows_a_non_read_only_part((cmd, used) in compound()) {

@@ -115,3 +115,22 @@ fn suggestions_are_bash_prefix_rules() {
     assert_eq!(s[0].behavior, PermissionBehavior::Allow);
     assert!(Bash::suggestions(&input("rm -rf x"), &c).is_empty());
 }
+
+#[test]
+fn the_settings_lists_cover_every_word_of_a_writing_part() {
+    // Issue 12: `[tools.Bash] dangerous_files` reaches option values,
+    // `key=value` words and assignments of any program, not only file commands.
+    let mut c = ctx(PermissionMode::Default);
+    c.tool_config = json!({"dangerous_files": ["secrets.txt"]});
+    for cmd in
+        ["curl -o secrets.txt https://x", "somecmd --output=./secrets.txt", "dd of=secrets.txt", "F=secrets.txt make"]
+    {
+        let d = decide(cmd, &c);
+        assert_eq!((d.behavior, d.bypass_immune), (PermissionBehavior::Ask, true), "{cmd}: {d:?}");
+    }
+    // The defaults were replaced: `.bashrc` is not on this list.
+    assert!(!decide("curl -o ~/.bashrc https://x", &c).bypass_immune);
+    // Issue 22: read-only sed is allowed by the tool's read-only check.
+    assert!(Bash::check_read_only(&input("sed -n '/a/,/b/p' notes.md")));
+    assert!(!Bash::check_read_only(&input("sed -i 's/a/b/' notes.md")));
+}
