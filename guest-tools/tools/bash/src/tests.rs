@@ -115,3 +115,20 @@ fn suggestions_are_bash_prefix_rules() {
     assert_eq!(s[0].behavior, PermissionBehavior::Allow);
     assert!(Bash::suggestions(&input("rm -rf x"), &c).is_empty());
 }
+
+#[test]
+fn suggestions_allow_their_command_through_match_rule_and_never_a_safety_ask() {
+    let c = ctx(PermissionMode::Default);
+    for command in ["npm ci && npm run lint | tee lint.log", "timeout 60 make test", "git --no-pager log"] {
+        let contents: Vec<String> =
+            Bash::suggestions(&input(command), &c).into_iter().filter_map(|r| r.rule_content).collect();
+        assert!(!contents.is_empty(), "{command}");
+        assert!(Bash::match_rules(PermissionBehavior::Allow, &contents, &input(command), &c).is_some(), "{command}");
+    }
+    // A safety ask (a sensitive path, a subshell): no allow rule can
+    // silence it, so none is offered.
+    for command in ["tee ~/.bashrc", "npm test > ~/.profile", "(cargo test)"] {
+        assert!(decide(command, &c).bypass_immune, "{command}");
+        assert!(Bash::suggestions(&input(command), &c).is_empty(), "{command}");
+    }
+}
