@@ -342,8 +342,7 @@ pub fn match_rules(kind: RuleKind, rule_contents: &[String], command: &str) -> O
                     continue;
                 }
                 any_strict = true;
-                let text = if readonly::assigns_harmless(p) { p.words_text() } else { p.text() };
-                let i = find(&text)?;
+                let i = find(&rules::allow_text(p, p.words.len()))?;
                 used.get_or_insert(i);
             }
             if any_strict {
@@ -359,12 +358,22 @@ pub fn match_rules(kind: RuleKind, rule_contents: &[String], command: &str) -> O
     }
 }
 
+/// Most rules suggested for one command; a longer command gets none.
+pub const MAX_SUGGESTIONS: usize = 8;
+
 /// Suggested allow-rule contents (`"git commit:*"`) for a command (spec
-/// §5.4.8, §5.8), restricted so that all of them together always cover the
-/// command (`match_rules(Allow, &suggestions, command)` is `Some`); `[]`
-/// when that is impossible. No prefix is offered for dangerous programs
-/// (`rm`, `dd`, `chmod`, `sudo`, shells, interpreters, ...), and the first
-/// word alone is offered when the second is a flag or a path.
+/// §5.4.8, §5.8, made narrow): one rule per part that is not read-only,
+/// from the same analysis as the judgement (parts of lists, pipelines,
+/// brace groups; wrappers such as `timeout 60` kept in front). Each rule is
+/// the narrowest prefix that still reads as a command (see `prefix.rs` and
+/// `docs/permissions.md`): never the program alone when it has
+/// subcommands, nothing for dangerous programs, shells and interpreters
+/// (except `python -m MODULE`).
+///
+/// All or nothing: the rules together always allow the command
+/// (`match_rules(Allow, &suggestions, command)` is `Some`), or `[]` when a
+/// part has no rule, there are more than [`MAX_SUGGESTIONS`], or the
+/// command cannot be analysed (then no allow rule could allow it anyway).
 pub fn suggestions(command: &str) -> Vec<String> {
     if command.trim().is_empty() {
         return Vec::new();
@@ -374,15 +383,18 @@ pub fn suggestions(command: &str) -> Vec<String> {
         return Vec::new();
     }
     let mut out: Vec<String> = Vec::new();
-    for p in &a.parts {
-        if let Some(pre) = prefix::part_prefix(p) {
-            let rule = format!("{pre}:*");
-            if !out.contains(&rule) {
-                out.push(rule);
-            }
+    for (p, &read_only) in a.parts.iter().zip(a.read_only_parts()) {
+        if read_only {
+            continue;
+        }
+        let Some(rule) = prefix::part_rule(p) else {
+            return Vec::new();
+        };
+        if !out.contains(&rule) {
+            out.push(rule);
         }
     }
-    if out.is_empty() || out.len() > 5 || match_rules(RuleKind::Allow, &out, command).is_none() {
+    if out.is_empty() || out.len() > MAX_SUGGESTIONS || match_rules(RuleKind::Allow, &out, command).is_none() {
         return Vec::new();
     }
     out

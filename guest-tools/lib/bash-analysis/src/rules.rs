@@ -1,5 +1,21 @@
 //! Bash rule syntax (spec §5.6) applied to one text, and per-part matching.
 
+use crate::parse::Part;
+use crate::readonly::assigns_harmless;
+
+/// The text an allow rule is matched against for a part, through its first
+/// `words` words: the words joined by one space, after the leading
+/// assignments unless they are all harmless (`LANG=C make` is `make`).
+/// Suggested rules are prefixes of this text, so they match their part.
+pub(crate) fn allow_text(p: &Part, words: usize) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    if !assigns_harmless(p) {
+        out.extend(p.assigns.iter().map(|(_, raw)| raw.as_str()));
+    }
+    out.extend(p.words.iter().take(words).map(|w| w.raw.as_str()));
+    out.join(" ")
+}
+
 /// Reference `match_rule` on one text: `prefix:*`, substring (with `\*` and
 /// `\\` escapes) or wildcard (`*` = any run of characters except newline,
 /// full match; a trailing ` *` also matches the bare prefix).

@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use toolhost_sdk::{Context, Decision, PermissionRule, ToolError, suggest};
+use toolhost_sdk::{Context, Decision, PermissionBehavior, PermissionRule, ToolError, suggest};
 
 pub use toolhost_policy::{DangerLists, fnmatch, normalize};
 
@@ -77,11 +77,14 @@ pub fn fnmatch_escape(path: &str) -> String {
 
 /// The rule content suggested for Read/Write/Edit of `file_path` (spec
 /// §4.6): its directory with trailing separators stripped plus `/**`, or
-/// `**` when the directory is empty; `None` without a path. The directory is
-/// escaped ([`fnmatch_escape`]) so the rule always matches the call it was
-/// made for.
+/// `**` when that directory is the root. The directory is escaped
+/// ([`fnmatch_escape`]) so the rule always matches the call it was made
+/// for. `None` without a path, for a relative one (the call fails anyway,
+/// and `**` would allow every file, not the directory asked about), and
+/// for one with a `..` segment (no `dir/**` matches both its spellings; see
+/// [`file_rule_matches`]).
 pub fn file_rule_suggestion(file_path: &str) -> Option<String> {
-    if file_path.is_empty() {
+    if !is_absolute(file_path) || has_dot_dot(file_path) {
         return None;
     }
     let dir = dirname(file_path).trim_end_matches(['/', '\\']);
@@ -94,11 +97,30 @@ pub fn dir_rule_suggestion(base: &str) -> String {
     format!("{}/**", fnmatch_escape(base.trim_end_matches(['/', '\\'])))
 }
 
-/// `match_rule` of Read/Write/Edit: the rule content is an fnmatch pattern
+/// Whether a path has a `..` segment (`/` or `\\` separated).
+fn has_dot_dot(path: &str) -> bool {
+    path.split(['/', '\\']).any(|seg| seg == "..")
+}
+
+/// `match_rule` of Read/Write/Edit, and of Glob/Grep on the path and
+/// pattern as given: the rule content is an fnmatch pattern
 /// (Python semantics, `*` crosses `/`) over `file_path` as given; an empty
-/// path never matches.
-pub fn file_rule_matches(content: &str, file_path: &str) -> bool {
-    !file_path.is_empty() && fnmatch(content, file_path)
+/// path never matches. A path with a `..` segment is also matched in its
+/// resolved form: an allow rule must match both (`/w/src/**` does not allow
+/// `/w/src/../../etc/x`), a deny or ask rule either (`/etc/**` denies it).
+pub fn file_rule_matches(behavior: PermissionBehavior, content: &str, file_path: &str) -> bool {
+    if file_path.is_empty() {
+        return false;
+    }
+    let given = fnmatch(content, file_path);
+    if !has_dot_dot(file_path) {
+        return given;
+    }
+    let resolved = fnmatch(content, &normalize(file_path, "/", "/"));
+    match behavior {
+        PermissionBehavior::Allow => given && resolved,
+        _ => given || resolved,
+    }
 }
 
 /// The operation names used in the Write/Edit permission messages.

@@ -167,7 +167,13 @@ impl Tool for Bash {
         bash_analysis::match_rules(kind, contents, &input.command).and_then(|i| u32::try_from(i).ok())
     }
 
-    fn suggestions(input: &Input, _ctx: &Context) -> Vec<PermissionRule> {
+    /// One narrow rule per part that is not read-only
+    /// ([`bash_analysis::suggestions`]); none for a safety ask, which no
+    /// allow rule can silence.
+    fn suggestions(input: &Input, ctx: &Context) -> Vec<PermissionRule> {
+        if decide(&input.command, ctx).bypass_immune {
+            return Vec::new();
+        }
         bash_analysis::suggestions(&input.command).into_iter().map(|c| suggest("Bash", Some(c))).collect()
     }
 

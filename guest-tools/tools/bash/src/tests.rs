@@ -134,3 +134,20 @@ fn the_settings_lists_cover_every_word_of_a_writing_part() {
     assert!(Bash::check_read_only(&input("sed -n '/a/,/b/p' notes.md")));
     assert!(!Bash::check_read_only(&input("sed -i 's/a/b/' notes.md")));
 }
+
+#[test]
+fn suggestions_allow_their_command_through_match_rule_and_never_a_safety_ask() {
+    let c = ctx(PermissionMode::Default);
+    for command in ["npm ci && npm run lint | tee lint.log", "timeout 60 make test", "git --no-pager log"] {
+        let contents: Vec<String> =
+            Bash::suggestions(&input(command), &c).into_iter().filter_map(|r| r.rule_content).collect();
+        assert!(!contents.is_empty(), "{command}");
+        assert!(Bash::match_rules(PermissionBehavior::Allow, &contents, &input(command), &c).is_some(), "{command}");
+    }
+    // A safety ask (a sensitive path, a subshell): no allow rule can
+    // silence it, so none is offered.
+    for command in ["tee ~/.bashrc", "npm test > ~/.profile", "(cargo test)"] {
+        assert!(decide(command, &c).bypass_immune, "{command}");
+        assert!(Bash::suggestions(&input(command), &c).is_empty(), "{command}");
+    }
+}

@@ -184,10 +184,10 @@ impl Tool for Glob {
     /// As the reference (`path` or `pattern` fnmatch the rule), and also the
     /// absolute `base/pattern` or `base/` the call searches, so that
     /// `Glob(/etc/**)` catches `{"path": "/", "pattern": "etc/*"}`.
-    fn match_rule(_behavior: PermissionBehavior, rule_content: &str, input: &Input, ctx: &Context) -> bool {
+    fn match_rule(behavior: PermissionBehavior, rule_content: &str, input: &Input, ctx: &Context) -> bool {
         let path = input.path.as_deref().unwrap_or("");
-        if (!path.is_empty() && file_common::fnmatch(rule_content, path))
-            || (!input.pattern.is_empty() && file_common::fnmatch(rule_content, &input.pattern))
+        if file_common::file_rule_matches(behavior, rule_content, path)
+            || file_common::file_rule_matches(behavior, rule_content, &input.pattern)
         {
             return true;
         }

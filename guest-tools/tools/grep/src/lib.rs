@@ -235,10 +235,10 @@ impl Tool for Grep {
     /// As the reference (`path or cwd` fnmatch the rule), and also the
     /// absolute searched path, alone or followed by `/` (its contents), so
     /// the suggested `dir/**` matches a search of `dir`.
-    fn match_rule(_behavior: PermissionBehavior, rule_content: &str, input: &Input, ctx: &Context) -> bool {
+    fn match_rule(behavior: PermissionBehavior, rule_content: &str, input: &Input, ctx: &Context) -> bool {
         let raw = input.path.as_deref().filter(|p| !p.is_empty()).unwrap_or(&ctx.cwd);
         let abs = searched(input, ctx);
-        file_common::fnmatch(rule_content, raw)
+        file_common::file_rule_matches(behavior, rule_content, raw)
             || file_common::fnmatch(rule_content, &abs)
             || file_common::fnmatch(rule_content, &format!("{}/", abs.trim_end_matches('/')))
     }

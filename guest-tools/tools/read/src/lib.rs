@@ -212,8 +212,8 @@ impl Tool for Read {
         Decision::passthrough("File reading is read-only.")
     }
 
-    fn match_rule(_behavior: PermissionBehavior, rule_content: &str, input: &Input, _ctx: &Context) -> bool {
-        file_common::file_rule_matches(rule_content, &input.file_path)
+    fn match_rule(behavior: PermissionBehavior, rule_content: &str, input: &Input, _ctx: &Context) -> bool {
+        file_common::file_rule_matches(behavior, rule_content, &input.file_path)
     }
 
     fn suggestions(input: &Input, _ctx: &Context) -> Vec<PermissionRule> {

@@ -100,8 +100,8 @@ impl Tool for Write {
         file_common::WRITE.check_permissions(&input.file_path, ctx)
     }
 
-    fn match_rule(_behavior: PermissionBehavior, rule_content: &str, input: &Input, _ctx: &Context) -> bool {
-        file_common::file_rule_matches(rule_content, &input.file_path)
+    fn match_rule(behavior: PermissionBehavior, rule_content: &str, input: &Input, _ctx: &Context) -> bool {
+        file_common::file_rule_matches(behavior, rule_content, &input.file_path)
     }
 
     fn suggestions(input: &Input, _ctx: &Context) -> Vec<PermissionRule> {
