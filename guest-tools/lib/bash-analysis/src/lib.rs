@@ -195,9 +195,12 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
     paths::Needles::with(lists, |needles| {
         for (part, &read_only) in a.parts.iter().zip(a.read_only_parts()) {
             let mut targets = paths::part_targets(part, &at);
-            if !read_only {
-                // Any word of a part that may write (issue 12): reads by
-                // read-only programs stay allowed.
+            let reads_only =
+                read_only || (readonly::writes_by_redirect(part) && readonly::invocation_is_read_only(part));
+            if !reads_only {
+                // Any word of a part that may write (issue 12): the words of
+                // a read-only invocation are reads (its redirections are
+                // judged all the same).
                 for t in paths::named_paths(part, &at, needles) {
                     // A file command's targets are named by its words too.
                     if !targets.iter().any(|o| o.raw == t.raw && o.abs == t.abs) {

@@ -272,8 +272,12 @@ pub const RISKY_ENV_VARS: &[&str] = &[
     "GH_*",
 ];
 
-/// True when `name` matches an entry of [`RISKY_ENV_VARS`].
+/// True when `name` matches an entry of [`RISKY_ENV_VARS`] and is not one
+/// of the [`HARMLESS_ENV_VARS`] (`NODE_ENV`, `PYTHONUNBUFFERED`).
 pub(crate) fn env_var_is_risky(name: &str) -> bool {
+    if HARMLESS_ENV_VARS.contains(&name) {
+        return false;
+    }
     let upper = name.to_ascii_uppercase();
     RISKY_ENV_VARS.iter().any(|pat| match (pat.strip_prefix('*'), pat.strip_suffix('*')) {
         (Some(mid), _) if mid.ends_with('*') => upper.contains(&mid[..mid.len() - 1]),
@@ -303,9 +307,19 @@ pub(crate) fn assigns_inert(part: &Part) -> bool {
 /// mutating predicate in predicate position (quoted or not); options that
 /// write or execute (`git diff --output=f`, `rg --pre cmd`, `tree -o f`).
 pub(crate) fn part_is_read_only(part: &Part) -> bool {
-    if part.redirects.iter().any(|r| r.kind == RedirKind::Write && !r.is_dev_null()) {
-        return false;
-    }
+    !writes_by_redirect(part) && invocation_is_read_only(part)
+}
+
+/// True when the part has an output redirection to a file other than
+/// `/dev/null`.
+pub(crate) fn writes_by_redirect(part: &Part) -> bool {
+    part.redirects.iter().any(|r| r.kind == RedirKind::Write && !r.is_dev_null())
+}
+
+/// [`part_is_read_only`] without looking at the redirections: the program
+/// run with these assignments and arguments only reads (`wc -l .env` in
+/// `wc -l .env > out.txt`).
+pub(crate) fn invocation_is_read_only(part: &Part) -> bool {
     if !assigns_inert(part) {
         return false;
     }

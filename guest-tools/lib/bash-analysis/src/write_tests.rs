@@ -159,6 +159,16 @@ fn issue_12_settings_lists_and_non_paths() {
         let v = check_permissions(cmd, &ctx(Mode::Default), &DangerLists::default());
         assert!(!v.message.contains("sensitive paths"), "{cmd}: {v:?}");
     }
+    // A read-only invocation whose output goes to a file: its words are
+    // reads, its redirection target is judged.
+    for cmd in ["wc -l .env > out.txt", "head .git/config >> log.txt", "ls ~/.ssh &> all.txt"] {
+        let v = check_permissions(cmd, &ctx(Mode::Default), &DangerLists::default());
+        assert!(!v.message.contains("sensitive paths"), "{cmd}: {v:?}");
+    }
+    assert!(check("cat x > ~/.bashrc").bypass_immune);
+    // Harmless names from the reference's list stay harmless.
+    assert_read_only("NODE_ENV=prod cat package.json");
+    assert_read_only("PYTHONUNBUFFERED=1 ls");
     // Reads by read-only programs keep their behaviour.
     for cmd in ["cat ~/.bashrc", "ls ~/.ssh", "grep x .env", "head .git/config", "sed -n 1p ~/.bashrc"] {
         assert_eq!(engine(Mode::Explore, &[], &[], &[], cmd, &ctx(Mode::Default)), A, "{cmd}");
