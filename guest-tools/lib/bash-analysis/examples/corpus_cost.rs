@@ -8,22 +8,14 @@
 //! (or plain, for a time per command: `... corpus_cost 20` runs 20 passes;
 //! `... corpus_cost 1 FILE` measures the commands of FILE instead).
 
+#[path = "common/corpus.rs"]
+mod corpus;
+
 use bash_analysis::{Context, DangerLists, Mode, check_permissions, check_read_only, suggestions};
 
 fn main() {
-    // A second argument names another corpus: one command a line, encoded
-    // as in corpus.tsv (`⏎` a newline, `\t` a tab), e.g. the bench's.
-    let file = std::env::args().nth(2).map(|p| std::fs::read_to_string(p).expect("reading the corpus"));
-    let corpus = include_str!("../tests/corpus.tsv");
-    let lines: Vec<&str> = match &file {
-        Some(f) => f.lines().filter(|l| !l.trim().is_empty()).collect(),
-        None => corpus
-            .lines()
-            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-            .filter_map(|l| l.split('\t').nth(1))
-            .collect(),
-    };
-    let commands: Vec<String> = lines.iter().map(|c| c.replace('⏎', "\n").replace("\\t", "\t")).collect();
+    // A second argument names another corpus, e.g. the bench's.
+    let commands = corpus::commands(std::env::args().nth(2).as_deref());
     let passes: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
     let ctx = Context {
         mode: Mode::Default,

@@ -3,24 +3,17 @@
 //! of the analysis changes (`cargo run --release -p bash-analysis --example
 //! corpus_dump > before.txt`).
 
+#[path = "common/corpus.rs"]
+mod corpus;
+
 use bash_analysis::{Behavior, Context, DangerLists, Mode, check_permissions, check_read_only};
 
 fn main() {
-    // An argument names another corpus: one command a line, encoded as in
-    // corpus.tsv (`⏎` a newline, `\t` a tab).
-    let file = std::env::args().nth(1).map(|p| std::fs::read_to_string(p).expect("reading the corpus"));
-    let corpus = include_str!("../tests/corpus.tsv");
-    let lines: Vec<&str> = match &file {
-        Some(f) => f.lines().filter(|l| !l.trim().is_empty()).collect(),
-        None => corpus
-            .lines()
-            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-            .filter_map(|l| l.split('\t').nth(1))
-            .collect(),
-    };
+    // An argument names another corpus.
+    let commands = corpus::commands(std::env::args().nth(1).as_deref());
     let mut seen = std::collections::HashSet::new();
     let lists = DangerLists::default();
-    for c in lines.iter().map(|c| c.replace('⏎', "\n").replace("\\t", "\t")) {
+    for c in commands {
         if !seen.insert(c.clone()) {
             continue;
         }

@@ -6,6 +6,9 @@
 //! `cargo run -p bash-analysis --example suggestion_coverage [FILE] [-v]`
 //! (`-v` lists each asked command and its rules).
 
+#[path = "common/corpus.rs"]
+mod corpus;
+
 use bash_analysis::{Behavior, Context, DangerLists, Mode, check_permissions, check_read_only, suggestions};
 
 /// Words that only set up how the program runs: leading assignments,
@@ -24,23 +27,11 @@ fn program_alone(rule: &str) -> bool {
     prefix.split_whitespace().skip_while(|w| is_setup_word(w)).count() == 1
 }
 
-/// The corpus's commands, or those of a file given as the first argument
-/// (one a line; `tests/everyday.txt` holds the documented everyday ones).
-fn commands() -> Vec<String> {
-    if let Some(path) = std::env::args().nth(1).filter(|a| a != "-v") {
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
-        return text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string).collect();
-    }
-    include_str!("../tests/corpus.tsv")
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .filter_map(|l| l.split('\t').nth(1))
-        .map(|c| c.replace('⏎', "\n").replace("\\t", "\t"))
-        .collect()
-}
-
 fn main() {
-    let mut commands = commands();
+    // A file given as the first argument (`tests/everyday.txt` holds the
+    // documented everyday commands) replaces the corpus.
+    let file = std::env::args().nth(1).filter(|a| a != "-v");
+    let mut commands = corpus::commands(file.as_deref());
     commands.sort();
     commands.dedup();
     let ctx = Context {
