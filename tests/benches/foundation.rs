@@ -9,7 +9,9 @@
 //!   built-ins: wall time and peak RSS, against `/bin/true`;
 //! - loading one component on a compile-cache miss and on a hit.
 //!
-//! Run: `cargo bench -p toolhost-e2e --bench foundation`
+//! Run: `cargo bench --workspace --bench foundation` (the workspace, so that
+//! the release `toolhost` binary it starts comes from the same build; see
+//! `toolhost_e2e::toolhost_bin`)
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -55,29 +55,35 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("TOOLHOST_ROOT"))
 }
 
-/// The `toolhost` binary, built once per test process (a no-op when fresh).
+/// The `toolhost` binary of the profile the caller was built with, built
+/// once per process (a no-op when fresh).
 ///
-/// `cargo test --workspace` already builds it, for the host package's
-/// integration test `host/tests/cli_binary.rs`, with the features that
-/// build resolves. The check here asks cargo for exactly that build (the
-/// whole workspace's tests, so the same feature resolution) limited to that
-/// one test target: fresh, it does nothing; run from a single e2e test, it
-/// builds the binary once, never a second differently-featured host.
+/// Cargo builds a package's binaries together with its integration tests
+/// and benches, with the features of that same build. So for tests this
+/// asks for the workspace's test build limited to the host's integration
+/// test `host/tests/cli_binary.rs`, and for benches (`cargo bench
+/// --workspace --bench …`) for the workspace's bench build limited to the
+/// host's `engine` bench: the same feature resolution as the caller's own
+/// build, so never a second, differently-featured host.
 pub fn toolhost_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let cargo = option_env!("CARGO").unwrap_or("cargo");
-        let status = Command::new(cargo)
-            .current_dir(root())
-            .args(["test", "--quiet", "--workspace", "--no-run", "--test", "cli_binary"])
-            .status()
-            .expect("running cargo to build the toolhost binary");
-        assert!(status.success(), "building the toolhost binary failed");
         let exe = std::env::current_exe().expect("test executable path");
         // target/<profile>/deps/test-xxxx -> target/<profile>/toolhost
         let dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
-        let bin = dir.join("toolhost");
-        if bin.exists() { bin } else { root().join("target/debug/toolhost") }
+        let build: &[&str] = if dir.ends_with("release") {
+            &["bench", "--quiet", "--workspace", "--no-run", "--bench", "engine"]
+        } else {
+            &["test", "--quiet", "--workspace", "--no-run", "--test", "cli_binary"]
+        };
+        let cargo = option_env!("CARGO").unwrap_or("cargo");
+        let status = Command::new(cargo)
+            .current_dir(root())
+            .args(build)
+            .status()
+            .expect("running cargo to build the toolhost binary");
+        assert!(status.success(), "building the toolhost binary failed (cargo {})", build.join(" "));
+        dir.join("toolhost")
     })
 }
 
