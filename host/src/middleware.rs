@@ -592,20 +592,19 @@ impl Chain {
     }
 
     async fn run_tool(&self, input: String, output: mpsc::Sender<Chunk>, phase: Phase) -> LayerResult {
-        let first = if phase == self.phase { self.first.lock().unwrap_or_else(|p| p.into_inner()).take() } else { None };
+        let first =
+            if phase == self.phase { self.first.lock().unwrap_or_else(|p| p.into_inner()).take() } else { None };
         let mut instance = match first {
             Some(instance) => instance,
-            None => {
-                match self.host.instantiate_loaded(&self.tool, self.session.clone(), output.clone(), phase).await {
-                    Ok(instance) => instance,
-                    Err(e) => {
-                        return Err(LayerFailure {
-                            failure: CallFailure::Tool(GuestFailure::Trap { message: format!("{e:#}") }),
-                            waiting: false,
-                        });
-                    }
+            None => match self.host.instantiate_loaded(&self.tool, self.session.clone(), output.clone(), phase).await {
+                Ok(instance) => instance,
+                Err(e) => {
+                    return Err(LayerFailure {
+                        failure: CallFailure::Tool(GuestFailure::Trap { message: format!("{e:#}") }),
+                        waiting: false,
+                    });
                 }
-            }
+            },
         };
         instance.redirect(output, self.deadline.clone());
         instance.call(&input).await.map_err(|f| LayerFailure { failure: CallFailure::Tool(f), waiting: false })

@@ -152,6 +152,31 @@ impl ProtectedPaths {
         out
     }
 
+    /// Whether `input_text` (a call's input as JSON text) could name a
+    /// protected path at all, as [`ProtectedPaths::named_in_input`] reads
+    /// it: a cheap test that lets most decisions skip parsing the input.
+    ///
+    /// A string can name an entry only by spelling the entry's last
+    /// component (or that of its real form), since `..` only climbs and a
+    /// word is joined to `cwd` or `home` — unless `cwd` or `home` already
+    /// lies inside a protected folder, or the text holds a backslash or a
+    /// single quote; those cases answer `true`.
+    pub fn may_be_named_in(&self, input_text: &str, cwd: &str, home: &str) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        // A backslash (a JSON escape, or one the command scan drops) or a
+        // quote (which the command scan removes) can join the pieces of a
+        // name that the text does not spell in one piece.
+        if input_text.contains(['\\', '\'']) || [cwd, home].iter().any(|d| self.covering(Path::new(d)).is_some()) {
+            return true;
+        }
+        self.entries
+            .iter()
+            .flat_map(|e| std::iter::once(&e.path).chain(e.real.as_ref()))
+            .any(|p| p.file_name().and_then(|n| n.to_str()).is_none_or(|name| input_text.contains(name)))
+    }
+
     /// The refusal text when `input` (a tool call's input object) names a
     /// protected path: the value of a path-like key (`path`, `*_path`, `cwd`,
     /// `dir`, `directory`, or an array of such under `paths`), or a word of
@@ -218,11 +243,12 @@ fn visit_strings(value: &serde_json::Value, key: Option<&str>, f: &mut impl FnMu
 }
 
 /// The words of a shell command that could name a file, over-inclusively:
-/// `$HOME`/`${HOME}` expanded, backslashes dropped, split at blanks, quotes,
-/// shell operators, `=`, `:` and `,`.
+/// `$HOME`/`${HOME}` expanded, backslashes and quotes dropped (the shell
+/// joins `'tool'host.toml` into one word), split at blanks, shell
+/// operators, `=`, `:` and `,`.
 fn command_words(command: &str, home: &str) -> Vec<String> {
-    let text = command.replace("${HOME}", home).replace("$HOME", home).replace('\\', "");
-    text.split(|c: char| c.is_whitespace() || ";&|<>()`'\"=:,{}".contains(c))
+    let text = command.replace("${HOME}", home).replace("$HOME", home).replace(['\\', '\'', '"'], "");
+    text.split(|c: char| c.is_whitespace() || ";&|<>()`=:,{}".contains(c))
         .filter(|w| !w.is_empty())
         .map(str::to_string)
         .collect()
@@ -294,6 +320,8 @@ mod tests {
             "cp x ~/.local/state/toolhost/",
             "tool --config=toolhost.toml",
             "cat tool\\host.toml",
+            "cat 'tool'host.toml",
+            "cat \"toolhost\".toml",
         ] {
             let found = p.named_in_input(&json!({"command": command}), "/w", "/home/u");
             assert!(found.is_some(), "{command}");
@@ -301,6 +329,30 @@ mod tests {
         for command in ["ls", "cat toolhost.toml.example", "echo toolhost", "git status"] {
             assert!(p.named_in_input(&json!({"command": command}), "/w", "/home/u").is_none(), "{command}");
         }
+    }
+
+    #[test]
+    fn the_cheap_test_never_misses_what_the_full_scan_finds() {
+        let p = paths();
+        let words = ["toolhost.toml", "tool'host.toml", "tool\\host.toml", "\"toolhost\".toml", "./x/../toolhost.toml"];
+        let dirs =
+            ["~/.local/state/toolhost/sessions", "$HOME/.local/state/toolhost", "/home/u/.local/state/toolhost/x"];
+        let mut inputs = Vec::new();
+        for w in words.iter().chain(&dirs).chain(&["ls", "git status", "toolhost", "."]) {
+            inputs.push(json!({"command": format!("cat {w}")}));
+            inputs.push(json!({"file_path": w}));
+            inputs.push(json!({"paths": [w]}));
+        }
+        for (cwd, home) in [("/w", "/home/u"), ("/home/u/.local/state/toolhost", "/home/u"), ("/x", "/w")] {
+            for input in &inputs {
+                let text = input.to_string();
+                if p.named_in_input(input, cwd, home).is_some() {
+                    assert!(p.may_be_named_in(&text, cwd, home), "{text} in {cwd}");
+                }
+            }
+        }
+        assert!(!p.may_be_named_in(&json!({"command": "git status"}).to_string(), "/w", "/home/u"));
+        assert!(!p.may_be_named_in(&json!({"file_path": "/w/a.py"}).to_string(), "/w", "/home/u"));
     }
 
     #[test]

@@ -362,9 +362,9 @@ async fn decide<T: PolicyTool>(
 }
 
 /// The denial of a call whose input names one of toolhost's own files
-/// (the input is parsed only when something is protected).
+/// (the input is parsed only when its text could name one).
 fn protected_path(name: &str, input: &str, ctx: &Context) -> Option<Decision> {
-    if ctx.protected.is_empty() {
+    if !ctx.protected.may_be_named_in(input, &ctx.cwd, &ctx.home) {
         return None;
     }
     let value: serde_json::Value = serde_json::from_str(input).ok()?;
