@@ -497,7 +497,7 @@ pub(crate) async fn run_chain(
 impl Chain {
     /// Validates `input`, decides it again if it differs from every input
     /// already allowed for this call, and starts the layers from `position`
-    /// inward as a task; inner failures are recorded and reported to the
+    /// inward as a task with the canonical text of the decided value; inner failures are recorded and reported to the
     /// caller layer as a [`ToolError`].
     async fn start(
         self: &Arc<Self>,
@@ -512,6 +512,10 @@ impl Chain {
             ))
         })?;
         validate_input(&self.tool, &value).map_err(ToolError::InvalidInput)?;
+        // What is decided, and what the inner layers and the tool get, is the
+        // value's canonical text, not the middleware's: a guest's JSON parser
+        // may read duplicate keys or big numbers differently from the host's.
+        let input = value.to_string();
         let phase = self.recheck(position, value, &input).await?;
         let (tx, rx) = oneshot::channel();
         let chain = self.clone();

@@ -344,6 +344,12 @@ impl Toolhost {
         self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).contains_key(name)
     }
 
+    /// Where the tool named `name` comes from (`None` when it is not
+    /// registered). Loads nothing.
+    pub fn origin(&self, name: &str) -> Option<Origin> {
+        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).get(name).map(|entry| entry.origin().clone())
+    }
+
     /// Whether `name` is registered *and loaded*. A built-in is registered
     /// at start-up but loaded only when first needed (a call, a check, an
     /// instance, [`Toolhost::describe`] or [`Toolhost::list`]); plugins and

@@ -29,13 +29,25 @@ fn quote(s: &str) -> String {
 /// `toolhost [extra] call Bash {"command": "touch x"}` on a pseudo-terminal
 /// in the working dir, answering `answer`; returns the screen.
 fn on_terminal(scratch: &Scratch, extra: &[&str], answer: &str) -> (String, Output) {
+    on_terminal_calling(scratch, extra, "Bash", &json!({"command": "touch x"}), answer)
+}
+
+/// `toolhost [extra] call TOOL INPUT` on a pseudo-terminal in the working
+/// dir, answering `answer`; returns the screen.
+fn on_terminal_calling(
+    scratch: &Scratch,
+    extra: &[&str],
+    tool: &str,
+    input: &serde_json::Value,
+    answer: &str,
+) -> (String, Output) {
     let mut cmd = format!("{} --cache-dir {}", toolhost_bin().display(), root().join("target/test-cache").display());
     for arg in extra {
         cmd.push(' ');
         cmd.push_str(&quote(arg));
     }
-    cmd.push_str(" call Bash ");
-    cmd.push_str(&quote(&json!({"command": "touch x"}).to_string()));
+    cmd.push_str(&format!(" call {tool} "));
+    cmd.push_str(&quote(&input.to_string()));
     let mut child = Command::new("script")
         .args(["-qec", &cmd, "/dev/null"])
         .current_dir(scratch.work())
@@ -55,9 +67,14 @@ fn on_terminal(scratch: &Scratch, extra: &[&str], answer: &str) -> (String, Outp
 /// is a denial, exit 3).
 fn without_terminal(scratch: &Scratch, extra: &[&str]) -> Output {
     let _ = std::fs::remove_file(scratch.work().join("x"));
-    let input = json!({"command": "touch x"}).to_string();
+    without_terminal_calling(scratch, extra, "Bash", &json!({"command": "touch x"}))
+}
+
+/// `toolhost [extra] call TOOL INPUT` with no terminal.
+fn without_terminal_calling(scratch: &Scratch, extra: &[&str], tool: &str, input: &serde_json::Value) -> Output {
+    let input = input.to_string();
     let mut args = extra.to_vec();
-    args.extend(["call", "Bash", &input]);
+    args.extend(["call", tool, &input]);
     Command::new(toolhost_bin())
         .current_dir(scratch.work())
         .arg("--cache-dir")
@@ -214,4 +231,60 @@ async fn the_library_reports_a_rule_it_could_not_save() {
     // And the API itself returns the error.
     let rule = toolhost::permission::Rule::parse("Bash(ls:*)", toolhost::permission::Behavior::Allow).unwrap();
     assert!(host.remember_rule(rule).is_err());
+}
+
+/// A plugin suggests a rule whose content would end the header comment of
+/// a new settings file and add `[grants.Evil]` (tests/guests/evil-suggest).
+/// The engine drops that suggestion: the prompt offers only the rule that
+/// reads as written, says its meaning is the plugin's own, and the file
+/// created holds nothing but that rule; a second process grants the plugin
+/// nothing (its write to the working dir is refused).
+#[test]
+fn a_suggested_rule_cannot_write_settings_of_its_own() {
+    if !have_script() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let plugin = toolhost_e2e::guest("evil-suggest").display().to_string();
+    let file = scratch.work().join("toolhost.toml");
+    let canary = scratch.work().join("canary");
+    let input = json!({"dir": scratch.work().display().to_string()});
+    let (screen, out) = on_terminal_calling(&scratch, &["--plugin", &plugin], "Evil", &input, "a\n");
+    assert!(out.status.success(), "{screen}");
+    assert!(screen.contains("[a] allow and remember Evil(README.md) in"), "{screen}");
+    assert!(!screen.contains("Evil(a") && !screen.contains("fs_write"), "the smuggling rule was offered:\n{screen}");
+    assert!(screen.contains("note: this rule's meaning is decided by the plugin itself"), "{screen}");
+    assert!(screen.contains("write: refused"), "{screen}");
+
+    let saved = std::fs::read_to_string(&file).expect("the settings file was created");
+    let parsed: toml::Table = toml::from_str(&saved).unwrap();
+    assert_eq!(parsed.keys().collect::<Vec<_>>(), ["permissions"], "{saved}");
+    let permissions = parsed["permissions"].as_table().unwrap();
+    assert_eq!(permissions.keys().collect::<Vec<_>>(), ["allow"], "{saved}");
+    assert_eq!(permissions["allow"].as_array().unwrap(), &[toml::Value::from("Evil(README.md)")], "{saved}");
+
+    // The remembered rule allows the next call; the plugin has no grant.
+    let again = without_terminal_calling(&scratch, &["--plugin", &plugin], "Evil", &input);
+    let (stdout, stderr) = text(&again);
+    assert!(again.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("write: refused"), "the plugin could write:\n{stdout}");
+    assert!(!canary.exists(), "the plugin wrote {}", canary.display());
+}
+
+/// The permission prompt shows the call input with the characters
+/// serde_json leaves as they are escaped: a C1 CSI (U+009B) and a bidi
+/// override (U+202E) from the model's input reach the screen as escapes.
+#[test]
+fn the_prompt_shows_control_characters_of_the_input_escaped() {
+    if !have_script() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let input = json!({"command": "touch x \u{9b}2J \u{202e}txt.md"});
+    let (screen, out) = on_terminal_calling(&scratch, &[], "Bash", &input, "n\n");
+    assert!(!out.status.success(), "{screen}");
+    assert!(screen.contains("Bash wants to run with"), "{screen}");
+    assert!(screen.contains("\\u{009b}2J \\u{202e}txt.md"), "not escaped:\n{screen}");
+    assert!(!screen.contains('\u{9b}') && !screen.contains('\u{202e}'), "a raw control reached the screen:\n{screen}");
+    assert!(!scratch.work().join("x").exists());
 }

@@ -74,6 +74,23 @@ fn guest_log_output_is_bounded_and_the_drop_counted() {
     assert!(text(&out).1.contains(&format!("{} log bytes dropped", 1024u64 << 16)));
 }
 
+/// A guest log message with a newline and a forged host log line after it
+/// (tests/guests/evil-suggest) reaches stderr as one line, escaped.
+#[test]
+fn a_guest_cannot_forge_log_lines() {
+    let scratch = Scratch::new();
+    let input = json!({"dir": scratch.work().display().to_string()}).to_string();
+    let out = with_plugin(&scratch, "evil-suggest", &["--allow", "Evil", "call", "Evil", &input]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let forged = "2026-11-30T12:00:00.000000Z  INFO toolhost: forged";
+    assert!(!stderr.lines().any(|l| l.starts_with(forged)), "a forged log line reached stderr:\n{stderr}");
+    let logged: Vec<&str> = stderr.lines().filter(|l| l.contains("forged")).collect();
+    assert_eq!(logged.len(), 1, "{stderr}");
+    assert!(logged[0].contains(&format!("working\\x0a{forged}")), "{stderr}");
+    assert!(stdout.contains("write: refused") && !scratch.work().join("canary").exists(), "{stdout}");
+}
+
 #[test]
 fn terminal_escapes_in_plugin_text_are_shown_escaped() {
     let scratch = Scratch::new();

@@ -169,3 +169,24 @@ async fn native_middleware_rewrites_are_asked_about_and_a_denial_holds() {
     assert_canary_intact(&scratch);
     assert!(Path::new(&scratch.work().join("canary")).is_dir());
 }
+
+/// A middleware passes text the host reads one way and a tool's own JSON
+/// parser may read another (a duplicate key, an integer too big for an
+/// `f64`): the tool gets the canonical text of the value that was decided,
+/// never the middleware's text.
+#[test]
+fn the_tool_runs_the_decided_value_not_the_middleware_text() {
+    let scratch = Scratch::new();
+    let tool = guest("raw-echo");
+    for (asked, passed) in
+        [("dup", r#"{"text":"rm -rf X","text":"ls"}"#), ("big", r#"{"text":"big","n":123456789012345678901234567890}"#)]
+    {
+        let input = json!({"text": asked}).to_string();
+        let out = call_rewritten(&scratch, "RawEcho", &input, &["--plugin", tool.to_str().unwrap()]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        let decided: serde_json::Value = serde_json::from_str(passed).unwrap();
+        assert_eq!(stdout.trim_end(), decided.to_string(), "the tool did not get the decided value:\n{stderr}");
+        assert_ne!(stdout.trim_end(), passed);
+    }
+}

@@ -8,6 +8,8 @@ use serde::Deserialize;
 use serde_json::json;
 use toolhost::ExternalResult;
 
+use super::shown::{block, line};
+
 #[derive(Deserialize)]
 struct Params {
     questions: Vec<Question>,
@@ -45,14 +47,15 @@ pub fn ask(input: &serde_json::Value, mut read: impl BufRead, mut write: impl Wr
     let params: Params = serde_json::from_value(input.clone()).context("AskUser input")?;
     let mut answers = Vec::new();
     for q in &params.questions {
-        writeln!(write, "\n[{}] {}", q.header, q.question)?;
+        // The questions are the model's text: shown with control characters escaped.
+        writeln!(write, "\n[{}] {}", line(&q.header), line(&q.question))?;
         if let Some(context) = &q.context {
-            writeln!(write, "  {}", context.replace('\n', "\n  "))?;
+            writeln!(write, "  {}", block(context).replace('\n', "\n  "))?;
         }
         for (i, o) in q.options.iter().enumerate() {
-            writeln!(write, "  {}. {} — {}", i + 1, o.label, o.description)?;
+            writeln!(write, "  {}. {} — {}", i + 1, line(&o.label), line(&o.description))?;
             if let (Some(preview), false) = (&o.preview, q.multi_select) {
-                writeln!(write, "     {}", preview.replace('\n', "\n     "))?;
+                writeln!(write, "     {}", block(preview).replace('\n', "\n     "))?;
             }
         }
         let other = q.options.len() + 1;

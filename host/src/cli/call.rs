@@ -62,10 +62,16 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
                 }
                 stdout.flush()?;
             }
-            CallEvent::RememberFailed { message, .. } => eprintln!("warning: {message}"),
+            CallEvent::RememberFailed { message, .. } => eprintln!("warning: {}", shown::line(&message)),
             CallEvent::PermissionRequest(req) => {
                 let answer = if prompt::interactive() {
-                    prompt::ask(&req.tool, &req.input, &req.decision, &remember_target)
+                    prompt::ask(
+                        &req.tool,
+                        &req.input,
+                        &req.decision,
+                        &remember_target,
+                        prompt::rules_have_documented_meaning(&host, &req.tool),
+                    )
                 } else {
                     refusal = Some(prompt::not_asked(&req.tool, &req.decision));
                     PermissionAnswer::Deny
@@ -79,7 +85,7 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
                 if args.json {
                     writeln!(stdout, "{}", serde_json::json!({"type": "response", "response": response}))?;
                 } else {
-                    writeln!(stdout, "{}", response.text())?;
+                    writeln!(stdout, "{}", shown::block(&response.text()))?;
                 }
                 code = exit::OK;
             }

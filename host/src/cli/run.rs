@@ -50,13 +50,15 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<u8> {
     let asking = Arc::new(Mutex::new(()));
     let interactive = prompt::interactive();
     let remember_target = prompt::remember_target(&host);
+    let origins = host.clone();
     let answer: Answerer = Arc::new(move |req| {
         if !interactive {
             eprintln!("{}", prompt::not_asked(&req.tool, &req.decision));
             return PermissionAnswer::Deny;
         }
         let _turn = asking.lock().unwrap_or_else(|p| p.into_inner());
-        prompt::ask(&req.tool, &req.input, &req.decision, &remember_target)
+        let documented = prompt::rules_have_documented_meaning(&origins, &req.tool);
+        prompt::ask(&req.tool, &req.input, &req.decision, &remember_target, documented)
     });
     let results = host.run_batch(calls, answer).await;
     if let Some(state) = session {

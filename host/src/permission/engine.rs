@@ -397,7 +397,9 @@ fn dont_ask_converts(d: Decision, name: &str, mode: Mode) -> Decision {
 
 /// The tool's suggestions, keeping only allow rules for this tool (a tool
 /// cannot get the user to allow another tool, or to add deny rules through
-/// "allow and remember").
+/// "allow and remember") that read as written (a rule with a newline or a
+/// bidi override is not what the prompt shows, and could break out of the
+/// settings file's text).
 async fn suggest<T: PolicyTool>(
     tool: &mut T,
     name: &str,
@@ -406,7 +408,7 @@ async fn suggest<T: PolicyTool>(
     source: Source,
 ) -> Result<Vec<Rule>, Failure> {
     let mut rules = tool.suggestions(input, ctx).await.map_err(|e| Failure::new(source, "generate-suggestions", e))?;
-    rules.retain(|r| r.tool == name && r.behavior == Behavior::Allow);
+    rules.retain(|r| r.tool == name && r.behavior == Behavior::Allow && r.reads_as_written());
     Ok(rules)
 }
 

@@ -96,6 +96,17 @@ impl Rule {
         self.content.as_deref().is_none_or(str::is_empty)
     }
 
+    /// Whether the rule is exactly what its text shows: no control or
+    /// bidirectional character anywhere ([`crate::escape::is_disguising`]),
+    /// and its text parses back to this same rule. A rule a tool suggests
+    /// must pass this before a person is asked to remember it.
+    pub fn reads_as_written(&self) -> bool {
+        let plain = |s: &str| !s.chars().any(crate::escape::is_disguising);
+        plain(&self.tool)
+            && self.content.as_deref().is_none_or(plain)
+            && Rule::parse(&self.to_string(), self.behavior).is_ok_and(|back| back == *self)
+    }
+
     /// Whether two rules say the same thing: same tool, same behaviour, and
     /// the same content, counting `Tool` and `Tool()` as equal.
     pub fn equivalent(&self, other: &Rule) -> bool {

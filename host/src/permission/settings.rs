@@ -146,12 +146,15 @@ pub fn remember_rule(toml_path: &Path, rule: &Rule) -> anyhow::Result<()> {
         .with_context(|| format!("cannot save `{rule}` to {path}"))
 }
 
-/// The opening comment of a settings file created to remember `rule`.
+/// The opening comment of a settings file created to remember `rule`. The
+/// rule is quoted with its control characters escaped: a newline in it would
+/// end the comment and make the rest of the rule settings of its own.
 fn created_by(rule: &Rule, now: std::time::SystemTime) -> String {
     format!(
-        "# toolhost settings. Created by toolhost's \"allow and remember\" on {} to keep `{rule}`.\n\
+        "# toolhost settings. Created by toolhost's \"allow and remember\" on {} to keep `{}`.\n\
          # Every setting is also a command-line flag: see `toolhost --help`.\n\n",
-        utc_minute(now)
+        utc_minute(now),
+        crate::escape::escaped(&rule.to_string(), false)
     )
 }
 

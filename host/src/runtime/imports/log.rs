@@ -7,6 +7,9 @@ impl Host for CallState {
             return Ok(());
         }
         let tool = &*self.tool;
+        // One guest line is one log line: a newline or an escape sequence in
+        // it could forge host log lines or drive the terminal.
+        let message = crate::escape::escaped(&message, false);
         match level {
             Level::Trace => tracing::trace!(tool, "{message}"),
             Level::Debug => tracing::debug!(tool, "{message}"),
