@@ -339,3 +339,37 @@ fn the_agent_state_is_bounded_in_bytes_and_keys() {
         assert!(stdout.contains("holds 50 keys") && stdout.contains("limits.max_state_keys"), "{stdout}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_root_swapped_for_a_symlink_is_refused() {
+    // A plugin granted `work/sub`; between two calls `sub` becomes a
+    // symlink to a canary folder. The grant was for what `sub` was.
+    let scratch = Scratch::new();
+    let work = scratch.work();
+    let sub = work.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let canary = scratch.outside("canary");
+    std::fs::create_dir(&canary).unwrap();
+    std::fs::write(canary.join("keep.txt"), "canary\n").unwrap();
+    let mut s = scratch.settings();
+    s.builtins = false;
+    s.plugins.push(guest("settings-writer"));
+    s.grants.entry("SettingsWriter".into()).or_default().add_grant(&format!("fs-write:{}", sub.display())).unwrap();
+    let host = scratch.host(s).await;
+    let write = |name: &str| json!({"action": "write", "target": sub.join(name), "content": "pwned"});
+    let first = toolhost_e2e::call(&host, "SettingsWriter", write("a.txt"), PermissionAnswer::Deny).await;
+    assert_eq!(first.state, ResultState::Success, "{}", first.text());
+    assert!(sub.join("a.txt").is_file());
+    std::fs::rename(&sub, work.join("sub-old")).unwrap();
+    std::os::unix::fs::symlink(&canary, &sub).unwrap();
+    let second = toolhost_e2e::call(&host, "SettingsWriter", write("b.txt"), PermissionAnswer::Deny).await;
+    assert_eq!(second.state, ResultState::Error, "{}", second.text());
+    assert!(
+        second.text().contains("now leads to") && second.text().contains("replaced by a symlink"),
+        "{}",
+        second.text()
+    );
+    let names: Vec<_> = std::fs::read_dir(&canary).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(names, ["keep.txt"], "the canary folder changed");
+    assert_eq!(std::fs::read_to_string(canary.join("keep.txt")).unwrap(), "canary\n");
+}
