@@ -30,7 +30,8 @@
 //!   directory's ancestors are read (only to filter), as ripgrep does.
 //!   A concurrent process that swaps a directory for a symlink during a walk
 //!   could race this check; tools have no API to create symlinks.
-//! * toolhost's own files ([`crate::protected`]: the settings file, the
+//! * toolhost's own files ([`crate::protected`]: the settings files, the
+//!   configured plugin and middleware components and plugin folders, the
 //!   session state folder, the compile cache) are refused to every scope,
 //!   whatever its roots: an operation on one of them or below one of them
 //!   (as given, symlinks resolved, or through another hard link to a
@@ -39,6 +40,9 @@
 //!   searches skip them silently, as they skip what lies outside the roots.
 //!   A process started with `exec` is not confined by this (it runs with
 //!   the user's rights); the process sandbox is what contains it.
+//! * A granted root is opened only while its real path is the one it had
+//!   when the grant was made ([`Root::real`]) and when this backend first
+//!   opened it: a root folder swapped for a symlink is refused.
 //! * Process execution is not path-scoped: the caller checks the
 //!   `process-exec` grant before [`Backend::spawn`]. Each process gets its own
 //!   process group, which is killed as a whole at the timeout, when the main
