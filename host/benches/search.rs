@@ -82,7 +82,7 @@ fn main() {
         }
     };
     let backend = LocalBackend::new(corpus.clone(), PathBuf::from(&home));
-    let scope = FsScope::new("bench", vec![Root { path: corpus.clone(), write: false }], "");
+    let scope = FsScope::new("bench", vec![Root::new(corpus.clone(), false)], "");
     let root = corpus.display().to_string();
     println!(
         "corpus {root}, {runs} runs each, median wall time; rg: {}",

@@ -268,8 +268,8 @@ impl Grants {
         let mut read_allowed = expand(&policy.fs_read, read_roots);
         read_allowed.extend(write_allowed);
         let reads = narrow(&read_asked, &read_allowed);
-        let mut roots: Vec<Root> = writes.into_iter().map(|path| Root { path, write: true }).collect();
-        roots.extend(reads.into_iter().map(|path| Root { path, write: false }));
+        let mut roots: Vec<Root> = writes.into_iter().map(|path| Root::new(path, true)).collect();
+        roots.extend(reads.into_iter().map(|path| Root::new(path, false)));
         let fs = FsScope::new(tool, roots, if builtin { builtin_hint() } else { grant_hint(tool) });
         let process_exec = declared.process_exec && policy.process_exec;
         Self {

@@ -590,7 +590,7 @@ impl Chain {
         let waiting = Arc::new(AtomicBool::new(false));
         let link = Arc::new(Link { chain: self.clone(), position: position + 1, waiting: waiting.clone() });
         match layer {
-            Layer::Component(mw) => self.run_component(mw, link, input, output).await,
+            Layer::Component(mw) => self.run_component(mw, link, input, output, self.middleware_phase(phase)).await,
             Layer::Native(mw) => self.run_native(mw.as_ref(), link, input, output).await,
         }
     }
@@ -614,6 +614,17 @@ impl Chain {
         instance.call(&input).await.map_err(|f| LayerFailure { failure: CallFailure::Tool(f), waiting: false })
     }
 
+    /// The phase a middleware instance's grants are shaped for: read-only
+    /// when the call, or the input this layer is given, was allowed only
+    /// as read-only (a middleware must not write where the tool may not).
+    fn middleware_phase(&self, phase: Phase) -> Phase {
+        if self.phase == Phase::ReadOnlyCall || phase == Phase::ReadOnlyCall {
+            Phase::ReadOnlyCall
+        } else {
+            Phase::Call
+        }
+    }
+
     /// The limits of a middleware store: the call's, with room to forward
     /// an already-cut output.
     fn middleware_limits(&self) -> Limits {
@@ -630,12 +641,13 @@ impl Chain {
         link: Arc<Link>,
         input: String,
         output: mpsc::Sender<Chunk>,
+        phase: Phase,
     ) -> LayerResult {
         let name = mw.info.name.as_str();
         let limits = self.middleware_limits();
         let mut state = CallState::new(CallSetup {
             tool: Arc::from(name),
-            grants: Arc::new(self.host.middleware_grants(name)),
+            grants: Arc::new(self.host.middleware_grants(name).for_phase(phase)),
             backend: self.host.backend(),
             agent_state: Some(self.session.clone().unwrap_or_else(|| self.host.state().clone())),
             limits,

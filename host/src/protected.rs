@@ -1,8 +1,10 @@
 //! toolhost's own files, off limits to every tool.
 //!
-//! The settings file (the one read, `--config` included, and the one "allow
-//! and remember" writes to), the session state folder and the compile cache
-//! decide what later calls may do: a tool that rewrites `mode = "bypass"`
+//! The settings file (the one read, `--config` included, the one "allow
+//! and remember" writes to, and `toolhost.toml` of every working
+//! directory), the session state folder, the compile cache and the
+//! configured plugin and middleware files and plugin folders decide what
+//! later calls may do: a tool that rewrites `mode = "bypass"`
 //! into the settings file, plants a session or swaps a compiled component
 //! would widen its own rights. So no tool, built-in or plugin, may touch
 //! them, whatever the mode, the grants or the rules. Two layers hold this:
@@ -31,6 +33,12 @@ pub enum ProtectedKind {
     StateDir,
     /// The compile cache folder.
     CacheDir,
+    /// A configured plugin or middleware component file: whoever rewrites
+    /// it runs with that component's grants on the next start.
+    ComponentFile,
+    /// A configured plugin folder: a file added to it is loaded as a plugin
+    /// on the next start.
+    PluginDir,
 }
 
 impl ProtectedKind {
@@ -40,11 +48,13 @@ impl ProtectedKind {
             ProtectedKind::SettingsFile => "toolhost's own settings file",
             ProtectedKind::StateDir => "toolhost's session state folder",
             ProtectedKind::CacheDir => "toolhost's compile cache",
+            ProtectedKind::ComponentFile => "a plugin or middleware component toolhost loads",
+            ProtectedKind::PluginDir => "a plugin folder toolhost loads from",
         }
     }
 
     fn is_dir(self) -> bool {
-        self != ProtectedKind::SettingsFile
+        !matches!(self, ProtectedKind::SettingsFile | ProtectedKind::ComponentFile)
     }
 }
 

@@ -20,6 +20,32 @@ pub enum ResultState {
     Denied,
 }
 
+/// The fixed bytes every content block counts for against the output cap,
+/// besides what it carries (the host keeps, merges and prints each block).
+pub const BLOCK_COST: usize = 16;
+
+/// The fixed bytes every chunk counts for against the output cap, besides
+/// its blocks and metadata.
+pub const CHUNK_COST: u64 = 16;
+
+/// The length of `value` as compact JSON text, counted without building
+/// the text.
+pub fn json_len(value: &impl Serialize) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 /// One block of content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -51,12 +77,20 @@ impl ContentBlock {
         ContentBlock::Text { text: text.into() }
     }
 
-    /// The size this block counts for against the output cap.
+    /// The size this block counts for against the output cap: every byte
+    /// it carries (text; or data, media type, id and name) plus
+    /// [`BLOCK_COST`], so that neither names nor empty blocks are free.
     pub fn weight(&self) -> usize {
-        match self {
+        let carried = match self {
             ContentBlock::Text { text } => text.len(),
-            ContentBlock::Data { data, .. } => data.len(),
-        }
+            ContentBlock::Data { id, media_type, data, name } => {
+                data.len()
+                    + media_type.len()
+                    + id.as_ref().map_or(0, String::len)
+                    + name.as_ref().map_or(0, String::len)
+            }
+        };
+        carried.saturating_add(BLOCK_COST)
     }
 }
 

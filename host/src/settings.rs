@@ -23,6 +23,8 @@
 //! max_memory_bytes = 268435456
 //! max_output_bytes = 8388608
 //! max_state_value_bytes = 1048576
+//! max_state_bytes = 67108864
+//! max_state_keys = 10000
 //!
 //! [tools.Bash]                        # a tool's own settings
 //! dangerous_files = [".env", ".bashrc"]
@@ -230,15 +232,27 @@ impl Settings {
 
     /// toolhost's own files for these settings, off limits to every tool:
     /// `settings_path` (the file read or remembered into), the settings file
-    /// toolhost would read next time (`./toolhost.toml`), the session state
-    /// folder, the compile cache and, if it exists, the old `.toolhost`
-    /// state folder in the current directory.
+    /// toolhost would read next time (`./toolhost.toml`) and the one of
+    /// every working directory (a run started there reads it), the session
+    /// state folder, the compile cache, every configured plugin and
+    /// middleware file and plugin folder (whoever rewrites or adds one runs
+    /// with that component's grants on the next start) and, if it exists,
+    /// the old `.toolhost` state folder in the current directory.
     pub fn protected_paths(&self, settings_path: Option<&Path>) -> ProtectedPaths {
         let mut p = ProtectedPaths::new();
         if let Some(path) = settings_path {
             p.add(ProtectedKind::SettingsFile, path);
         }
         p.add(ProtectedKind::SettingsFile, Path::new(SETTINGS_FILE));
+        for dir in self.working_dirs().unwrap_or_default() {
+            p.add(ProtectedKind::SettingsFile, &dir.join(SETTINGS_FILE));
+        }
+        for file in self.plugins.iter().chain(&self.middleware.files) {
+            p.add(ProtectedKind::ComponentFile, file);
+        }
+        for dir in &self.plugin_dirs {
+            p.add(ProtectedKind::PluginDir, dir);
+        }
         p.add(ProtectedKind::StateDir, &self.state_dir());
         p.add(ProtectedKind::CacheDir, &self.cache_dir());
         if let Some(old) = self.old_sessions_dir() {

@@ -5,9 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
+
+use crate::response::json_len;
 
 /// At most this many files are cached (AgentScope's `max_cache_files`).
 pub const MAX_CACHE_FILES: usize = 100;
@@ -40,17 +43,67 @@ pub struct StateData {
     pub values: BTreeMap<String, serde_json::Value>,
 }
 
+/// A `set` refused because the state would pass its [`StateBounds`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateFull {
+    /// Too many keys.
+    #[error(
+        "the agent state already holds {limit} keys, the most it may; '{key}' was not stored (reuse a key, or raise limits.max_state_keys, --max-state-keys)"
+    )]
+    Keys {
+        /// The key refused.
+        key: String,
+        /// The limit.
+        limit: u64,
+    },
+    /// Too many bytes.
+    #[error(
+        "storing '{key}' would make the agent state {after} bytes, more than the {limit} bytes it may hold; store less, or raise limits.max_state_bytes (--max-state-bytes)"
+    )]
+    Bytes {
+        /// The key refused.
+        key: String,
+        /// The state's size had it been stored.
+        after: u64,
+        /// The limit.
+        limit: u64,
+    },
+}
+
 /// The live agent state, shared by the calls of one session.
 #[derive(Debug, Default)]
 pub struct AgentState {
     data: Mutex<StateData>,
+    /// The bytes of `data.values` ([`value_size`] summed), kept up to date
+    /// under the `data` lock.
+    value_bytes: AtomicU64,
     file: Option<PathBuf>,
+}
+
+/// How large the named values may grow ([`AgentState::set`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateBounds {
+    /// The most bytes of keys plus values as compact JSON.
+    pub max_bytes: u64,
+    /// The most keys.
+    pub max_keys: u64,
+}
+
+impl StateBounds {
+    /// No bound (for the host's own use and tests).
+    pub const NONE: StateBounds = StateBounds { max_bytes: u64::MAX, max_keys: u64::MAX };
+}
+
+/// What one named value counts for against [`StateBounds::max_bytes`]: its
+/// key and its compact JSON text.
+pub fn value_size(key: &str, value: &serde_json::Value) -> u64 {
+    key.len() as u64 + json_len(value)
 }
 
 impl AgentState {
     /// A fresh, in-memory state.
     pub fn new() -> Self {
-        Self { data: Mutex::new(StateData { version: FORMAT_VERSION, ..Default::default() }), file: None }
+        Self::with_data(StateData { version: FORMAT_VERSION, ..Default::default() }, None)
     }
 
     /// Opens the session file at `path`, or starts empty if it does not
@@ -79,14 +132,26 @@ impl AgentState {
             }
             Err(e) => return Err(e).with_context(|| format!("reading the session state file {}", path.display())),
         };
-        Ok(Self { data: Mutex::new(data), file: Some(path.to_path_buf()) })
+        Ok(Self::with_data(data, Some(path.to_path_buf())))
+    }
+
+    fn with_data(data: StateData, file: Option<PathBuf>) -> Self {
+        let bytes = data.values.iter().map(|(k, v)| value_size(k, v)).sum();
+        Self { data: Mutex::new(data), value_bytes: AtomicU64::new(bytes), file }
+    }
+
+    /// The bytes the named values hold ([`value_size`] summed).
+    pub fn value_bytes(&self) -> u64 {
+        self.value_bytes.load(Ordering::Relaxed)
     }
 
     /// Writes the state to its session file atomically (temporary file,
     /// fsync, rename). A state without a file is not saved.
     pub fn save(&self) -> Result<()> {
         let Some(path) = &self.file else { return Ok(()) };
-        let json = serde_json::to_vec_pretty(&*self.lock())?;
+        // Compact: pretty-printing nested values could make the file many
+        // times the size the state bounds count.
+        let json = serde_json::to_vec(&*self.lock())?;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
@@ -146,20 +211,50 @@ impl AgentState {
         self.lock().values.get(key).cloned()
     }
 
-    /// Stores `value` under `key`.
-    pub fn set(&self, key: &str, value: serde_json::Value) {
-        self.lock().values.insert(key.to_string(), value);
+    /// Stores `value` under `key`, unless the named values would then pass
+    /// `bounds` (a change that does not grow them is always taken).
+    pub fn set(&self, key: &str, value: serde_json::Value, bounds: StateBounds) -> Result<(), StateFull> {
+        let mut data = self.lock();
+        self.insert(&mut data, key, value, bounds)
     }
 
     /// Stores `value` under `key` if the stored value equals `expected`
-    /// (`None`: nothing stored); false if it changed in between.
-    pub fn compare_and_set(&self, key: &str, expected: Option<&serde_json::Value>, value: serde_json::Value) -> bool {
+    /// (`None`: nothing stored) and the values stay within `bounds`;
+    /// `Ok(false)` if it changed in between.
+    pub fn compare_and_set(
+        &self,
+        key: &str,
+        expected: Option<&serde_json::Value>,
+        value: serde_json::Value,
+        bounds: StateBounds,
+    ) -> Result<bool, StateFull> {
         let mut data = self.lock();
         if data.values.get(key) != expected {
-            return false;
+            return Ok(false);
+        }
+        self.insert(&mut data, key, value, bounds).map(|()| true)
+    }
+
+    /// Inserts under the held lock, keeping `value_bytes` up to date.
+    fn insert(
+        &self,
+        data: &mut StateData,
+        key: &str,
+        value: serde_json::Value,
+        bounds: StateBounds,
+    ) -> Result<(), StateFull> {
+        let old = data.values.get(key).map(|v| value_size(key, v));
+        let now = self.value_bytes();
+        let after = now - old.unwrap_or(0) + value_size(key, &value);
+        if old.is_none() && data.values.len() as u64 >= bounds.max_keys {
+            return Err(StateFull::Keys { key: key.to_string(), limit: bounds.max_keys });
+        }
+        if after > bounds.max_bytes && after > now {
+            return Err(StateFull::Bytes { key: key.to_string(), after, limit: bounds.max_bytes });
         }
         data.values.insert(key.to_string(), value);
-        true
+        self.value_bytes.store(after, Ordering::Relaxed);
+        Ok(())
     }
 
     /// A copy of everything (for inspection and tests).
@@ -194,9 +289,10 @@ mod tests {
     #[test]
     fn compare_and_set_refuses_a_changed_value() {
         let s = AgentState::new();
-        assert!(s.compare_and_set("k", None, serde_json::json!(1)));
-        assert!(!s.compare_and_set("k", None, serde_json::json!(2)), "someone wrote first");
-        assert!(s.compare_and_set("k", Some(&serde_json::json!(1)), serde_json::json!(2)));
+        let any = StateBounds::NONE;
+        assert_eq!(s.compare_and_set("k", None, serde_json::json!(1), any), Ok(true));
+        assert_eq!(s.compare_and_set("k", None, serde_json::json!(2), any), Ok(false), "someone wrote first");
+        assert_eq!(s.compare_and_set("k", Some(&serde_json::json!(1)), serde_json::json!(2), any), Ok(true));
         assert_eq!(s.get("k"), Some(serde_json::json!(2)));
     }
 
@@ -215,9 +311,29 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");
         let s = AgentState::open(&path).unwrap();
-        s.set("tasks", serde_json::json!([{"id": "1"}]));
+        s.set("tasks", serde_json::json!([{"id": "1"}]), StateBounds::NONE).unwrap();
         s.save().unwrap();
         let again = AgentState::open(&path).unwrap();
         assert_eq!(again.get("tasks"), Some(serde_json::json!([{"id": "1"}])));
+    }
+
+    #[test]
+    fn the_named_values_are_bounded_in_bytes_and_keys() {
+        let s = AgentState::new();
+        let bounds = StateBounds { max_bytes: 100, max_keys: 3 };
+        let big = serde_json::json!("x".repeat(40));
+        s.set("a", big.clone(), bounds).unwrap();
+        s.set("b", big.clone(), bounds).unwrap();
+        assert_eq!(s.value_bytes(), 2 * (1 + 42));
+        let err = s.set("c", big.clone(), bounds).unwrap_err();
+        assert!(err.to_string().contains("limits.max_state_bytes"), "{err}");
+        assert!(s.get("c").is_none());
+        // Replacing a value with a smaller one is always taken.
+        s.set("a", serde_json::json!(1), bounds).unwrap();
+        s.set("c", serde_json::json!(1), bounds).unwrap();
+        let err = s.compare_and_set("d", None, serde_json::json!(1), bounds).unwrap_err();
+        assert!(err.to_string().contains("limits.max_state_keys"), "{err}");
+        assert_eq!(s.snapshot().values.len(), 3);
+        assert_eq!(s.value_bytes(), 2 + 2 + 43);
     }
 }

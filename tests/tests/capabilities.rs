@@ -296,3 +296,80 @@ fn state_values_are_bounded() {
     assert_eq!(with_limit(50).trim(), "stored");
     assert!(with_limit(200).contains("refused"), "{}", with_limit(200));
 }
+
+#[test]
+fn the_agent_state_is_bounded_in_bytes_and_keys() {
+    // A plugin granted `state` stores a new key on each `set` until refused.
+    let scratch = Scratch::new();
+    let plugin = guest("state-hoarder");
+    let hoard = |session: &str, flags: &[&str], input: serde_json::Value| {
+        let mut args = vec![
+            "--no-builtins",
+            "--plugin",
+            plugin.to_str().unwrap(),
+            "--grant",
+            "StateHoarder=state",
+            "--allow",
+            "StateHoarder",
+        ];
+        args.extend_from_slice(flags);
+        let input = input.to_string();
+        args.extend(["call", "--session", session, "StateHoarder", &input]);
+        let out = cli(&scratch, &args, "", &[]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stdout}{stderr}");
+        let file = scratch.cli_sessions().join(format!("{session}.json"));
+        (stdout, std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0))
+    };
+    // Default: 64 MiB in all. Values of 1 000 002 bytes of JSON text plus
+    // keys of 7 or 8 bytes: 67 fit.
+    let (stdout, file) = hoard("default", &[], json!({"bytes": 1_000_000}));
+    assert!(stdout.contains("stored 67\n"), "{stdout}");
+    assert!(stdout.contains("more than the 67108864 bytes") && stdout.contains("limits.max_state_bytes"), "{stdout}");
+    assert!(file > 60 << 20 && file < (64 << 20) + 4096, "the session file holds {file} bytes");
+    // The setting is a flag: 1 MiB holds 15 values of 65 545 bytes.
+    let (stdout, file) = hoard("small", &["--max-state-bytes", "1048576"], json!({"bytes": 65536}));
+    assert!(stdout.contains("stored 15\n") && stdout.contains("--max-state-bytes"), "{stdout}");
+    assert!(file < (1 << 20) + 4096, "the session file holds {file} bytes");
+    // And the number of keys, for `set` and `compare-and-set`.
+    for cas in [false, true] {
+        let session = format!("keys-{cas}");
+        let (stdout, _) = hoard(&session, &["--max-state-keys", "50"], json!({"bytes": 1, "keys": 1000, "cas": cas}));
+        assert!(stdout.contains("stored 50\n"), "{stdout}");
+        assert!(stdout.contains("holds 50 keys") && stdout.contains("limits.max_state_keys"), "{stdout}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_root_swapped_for_a_symlink_is_refused() {
+    // A plugin granted `work/sub`; between two calls `sub` becomes a
+    // symlink to a canary folder. The grant was for what `sub` was.
+    let scratch = Scratch::new();
+    let work = scratch.work();
+    let sub = work.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let canary = scratch.outside("canary");
+    std::fs::create_dir(&canary).unwrap();
+    std::fs::write(canary.join("keep.txt"), "canary\n").unwrap();
+    let mut s = scratch.settings();
+    s.builtins = false;
+    s.plugins.push(guest("settings-writer"));
+    s.grants.entry("SettingsWriter".into()).or_default().add_grant(&format!("fs-write:{}", sub.display())).unwrap();
+    let host = scratch.host(s).await;
+    let write = |name: &str| json!({"action": "write", "target": sub.join(name), "content": "pwned"});
+    let first = toolhost_e2e::call(&host, "SettingsWriter", write("a.txt"), PermissionAnswer::Deny).await;
+    assert_eq!(first.state, ResultState::Success, "{}", first.text());
+    assert!(sub.join("a.txt").is_file());
+    std::fs::rename(&sub, work.join("sub-old")).unwrap();
+    std::os::unix::fs::symlink(&canary, &sub).unwrap();
+    let second = toolhost_e2e::call(&host, "SettingsWriter", write("b.txt"), PermissionAnswer::Deny).await;
+    assert_eq!(second.state, ResultState::Error, "{}", second.text());
+    assert!(
+        second.text().contains("now leads to") && second.text().contains("replaced by a symlink"),
+        "{}",
+        second.text()
+    );
+    let names: Vec<_> = std::fs::read_dir(&canary).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(names, ["keep.txt"], "the canary folder changed");
+    assert_eq!(std::fs::read_to_string(canary.join("keep.txt")).unwrap(), "canary\n");
+}

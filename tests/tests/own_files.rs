@@ -1,6 +1,7 @@
-//! toolhost's own files (the settings file, any `--config` file, the
-//! session state folder, the compile cache) are off limits to every tool,
-//! built-in or plugin, in every mode (issue #11 items 2 and 6). Each test
+//! toolhost's own files (the settings file of each working directory, any
+//! `--config` file, the configured plugin and middleware files and plugin
+//! folders, the session state folder, the compile cache) are off limits to
+//! every tool, built-in or plugin, in every mode (issue #11 items 2 and 6). Each test
 //! attacks through the CLI and checks the canary (the file's bytes, or the
 //! absence of what the attack would create) as well as the refusal.
 
@@ -273,4 +274,115 @@ fn sessions_in_the_old_place_are_kept_and_named_with_where_to_move_them() {
     // And the old folder is toolhost's too while it exists.
     let out = plugin(&scratch, &["fs-write".into()], "read", ".toolhost/sessions/s1.json");
     assert_refused(&out, 1, "toolhost's session state folder");
+}
+
+/// The bytes of every file under `dir`, by name, sorted (a folder's
+/// listing and content at once).
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap_or_default()))
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn configured_plugin_and_middleware_files_and_plugin_folders_are_off_limits() {
+    // A plugin granted fs-write over the working directory would otherwise
+    // replace a plugin granted more (its code then runs with those grants
+    // on the next start), or add one to a plugin folder.
+    let scratch = Scratch::new();
+    let work = scratch.work();
+    for dir in ["tools", "plugins", "mw"] {
+        std::fs::create_dir(work.join(dir)).unwrap();
+    }
+    std::fs::copy(guest("echo"), work.join("tools/echo.wasm")).unwrap();
+    std::fs::copy(guest("counter"), work.join("plugins/counter.wasm")).unwrap();
+    std::fs::copy(guest("mw-pass"), work.join("mw/mw-pass.wasm")).unwrap();
+    let (tools, plugins, mw) = (tree(&work.join("tools")), tree(&work.join("plugins")), tree(&work.join("mw")));
+    let mut base: Vec<String> = [
+        "--plugin",
+        "tools/echo.wasm",
+        "--plugins",
+        "plugins",
+        "--middleware",
+        "mw/mw-pass.wasm",
+        "--grant",
+        "Echo=exec",
+    ]
+    .map(String::from)
+    .to_vec();
+    base.extend(plugin_args(&["fs-write".to_string()]));
+    let attempts = [
+        ("write", "tools/echo.wasm", "a plugin or middleware component toolhost loads"),
+        ("remove", "tools/echo.wasm", "a plugin or middleware component toolhost loads"),
+        ("write", "mw/mw-pass.wasm", "a plugin or middleware component toolhost loads"),
+        ("write", "plugins/counter.wasm", "a plugin folder toolhost loads from"),
+        ("write", "plugins/evil.wasm", "a plugin folder toolhost loads from"),
+        ("remove", "plugins", "a plugin folder toolhost loads from"),
+        ("remove", "tools", "a plugin or middleware component toolhost loads"),
+    ];
+    for (action, target, what) in attempts {
+        let mut args = base.clone();
+        let input = json!({"action": action, "target": target, "content": "evil"}).to_string();
+        args.extend(["call".into(), "SettingsWriter".into(), input]);
+        let out = cli(&scratch, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_refused(&out, 1, what);
+    }
+    // The built-in Write in accept-edits mode is refused by the engine too.
+    for target in ["tools/echo.wasm", "plugins/evil.wasm", "mw/mw-pass.wasm"] {
+        let mut args = base.clone();
+        let input = json!({"file_path": target, "content": "evil"}).to_string();
+        args.extend(["--mode".into(), "accept-edits".into(), "call".into(), "Write".into(), input]);
+        let out = cli(&scratch, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_refused(&out, DENIED, "toolhost loads");
+    }
+    assert_eq!(tree(&work.join("tools")), tools, "a configured plugin file changed");
+    assert_eq!(tree(&work.join("plugins")), plugins, "the plugin folder changed");
+    assert_eq!(tree(&work.join("mw")), mw, "a middleware file changed");
+    // A file beside them is still the plugin's to write (so the test can fail).
+    let mut args = base.clone();
+    args.extend([
+        "call".into(),
+        "SettingsWriter".into(),
+        json!({"action": "write", "target": "tools/notes.txt", "content": "fine"}).to_string(),
+    ]);
+    let out = cli(&scratch, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(std::fs::read_to_string(work.join("tools/notes.txt")).unwrap(), "fine");
+}
+
+#[test]
+fn the_settings_file_of_every_working_directory_is_protected_even_before_it_exists() {
+    // A run started in the second working directory reads its
+    // toolhost.toml: planting `mode = "bypass"` there is as bad as here.
+    let scratch = Scratch::new();
+    let other = scratch.outside("other");
+    std::fs::create_dir(&other).unwrap();
+    let target = other.join("toolhost.toml");
+    let other_arg = other.display().to_string();
+    let write = json!({"file_path": target.display().to_string(), "content": BYPASS}).to_string();
+    let out =
+        cli(&scratch, &["--workdir", ".", "--workdir", &other_arg, "--mode", "accept-edits", "call", "Write", &write]);
+    assert_refused(&out, DENIED, "toolhost's own settings file");
+    assert!(!target.exists(), "the second working directory's settings file was created");
+    // A plugin granted the second working directory is refused by the backend.
+    let mut args: Vec<String> = ["--workdir", ".", "--workdir", &other_arg].map(String::from).to_vec();
+    args.extend(plugin_args(&[format!("fs-write:{other_arg}")]));
+    args.extend([
+        "call".into(),
+        "SettingsWriter".into(),
+        json!({"action": "write", "target": target.display().to_string(), "content": BYPASS}).to_string(),
+    ]);
+    let out = cli(&scratch, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_refused(&out, 1, "toolhost's own settings file");
+    assert!(!target.exists(), "the second working directory's settings file was created");
+    // Another file there is written (so the test can fail).
+    let write = json!({"file_path": other.join("notes.txt").display().to_string(), "content": "x"}).to_string();
+    let out =
+        cli(&scratch, &["--workdir", ".", "--workdir", &other_arg, "--mode", "accept-edits", "call", "Write", &write]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert!(other.join("notes.txt").is_file());
 }

@@ -40,6 +40,48 @@ fn chunk_metadata_counts_against_the_output_cap() {
     }
 }
 
+#[test]
+fn block_names_and_empty_blocks_count_against_the_output_cap() {
+    let scratch = Scratch::new();
+    // 64 data blocks whose name, id and media type are 1 MiB each; then
+    // 1000 chunks of 1000 empty blocks (text and data alternating), and
+    // one chunk of 1 000 000 of them.
+    let floods = [
+        json!({"mode": "names", "chunks": 64, "name_bytes": 1 << 20}),
+        json!({"mode": "empty", "chunks": 1000, "blocks": 1000}),
+        json!({"mode": "empty", "chunks": 1, "blocks": 1_000_000}),
+    ];
+    for input in floods {
+        let plugin = guest("meta-flood");
+        let input_text = input.to_string();
+        let out = std::process::Command::new("/usr/bin/time")
+            .args(["-f", "peak-rss-kib %M", toolhost_e2e::toolhost_bin().to_str().unwrap()])
+            .args(["--cache-dir", root().join("target/test-cache").to_str().unwrap()])
+            .args(["--no-builtins", "--plugin", plugin.to_str().unwrap(), "--max-output-bytes", "65536"])
+            .args(["call", "--json", "MetaFlood", &input_text])
+            .current_dir(scratch.work())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&out);
+        assert!(out.stdout.len() < 256 << 10, "{input}: {} bytes reached stdout", out.stdout.len());
+        assert!(stdout.contains("output truncated") && stdout.contains("65536 bytes"), "{input}: {stdout}\n{stderr}");
+        let response: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        let size = response["response"].to_string().len();
+        assert!(size < 2 * 65536, "{input}: the response holds {size} bytes");
+        let blocks = response["response"]["content"].as_array().map_or(0, Vec::len);
+        assert!(blocks <= 65536 / 16 + 1, "{input}: the response holds {blocks} blocks");
+        // The guest's own memory is capped separately; the host's stays small.
+        let peak: u64 = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("peak-rss-kib "))
+            .and_then(|n| n.trim().parse().ok())
+            .expect("the peak memory from /usr/bin/time");
+        assert!(peak < 512 << 10, "{input}: peak memory {peak} KiB");
+        eprintln!("{input}: stdout {} bytes, response {size} bytes, peak {peak} KiB", out.stdout.len());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn middleware_chunk_metadata_counts_against_the_output_cap() {
     let scratch = Scratch::new();

@@ -190,3 +190,40 @@ fn the_tool_runs_the_decided_value_not_the_middleware_text() {
         assert_ne!(stdout.trim_end(), passed);
     }
 }
+
+#[test]
+fn middleware_gets_read_only_grants_in_a_read_only_call() {
+    // `mw-writer`, granted fs-write and state, writes `work/mw-canary` and
+    // sets a state key on every call. Attached to Read in explore mode (a
+    // call allowed only because Read is read-only), both are refused.
+    let scratch = Scratch::new();
+    let work = scratch.work();
+    std::fs::write(work.join("notes.txt"), "notes\n").unwrap();
+    let canary = work.join("mw-canary");
+    let session = scratch.cli_sessions().join("mw.json");
+    let mw = guest("mw-writer");
+    let with_writer = |flags: &[&str], tool: &str, input: serde_json::Value| {
+        let mut args = vec!["--middleware", mw.to_str().unwrap(), "--attach", "*=mw-writer"];
+        args.extend(["--grant", "mw-writer=fs-write", "--grant", "mw-writer=state"]);
+        args.extend_from_slice(flags);
+        let input = input.to_string();
+        args.extend(["call", "--session", "mw", tool, &input]);
+        let out = scratch.cli(&args);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        stdout
+    };
+    let session_text = || std::fs::read_to_string(&session).unwrap_or_default();
+    let stdout = with_writer(&["--mode", "explore"], "Read", json!({"file_path": work.join("notes.txt")}));
+    assert!(stdout.contains("notes"), "the tool did not run: {stdout}");
+    assert!(stdout.contains("mw-writer write: ToolError::Denied") && stdout.contains("read-only"), "{stdout}");
+    assert!(stdout.contains("mw-writer state: denied: state writes"), "{stdout}");
+    assert!(!canary.exists(), "the middleware wrote during a read-only call");
+    assert!(!session_text().contains("mw-pwned"), "the middleware set state during a read-only call");
+    // In a full call (an accept-edits Write) its grants hold: the test can fail.
+    let stdout =
+        with_writer(&["--mode", "accept-edits"], "Write", json!({"file_path": work.join("out.txt"), "content": "x"}));
+    assert!(stdout.contains("mw-writer write: ok") && stdout.contains("mw-writer state: ok"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(&canary).unwrap(), "pwned");
+    assert!(session_text().contains("mw-pwned"));
+}

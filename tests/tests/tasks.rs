@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use toolhost::permission::Mode;
 use toolhost::response::{ResultState, ToolResponse};
 use toolhost::settings::Settings;
-use toolhost::state::AgentState;
+use toolhost::state::{AgentState, StateBounds};
 use toolhost::{CallRequest, ExternalResult, Outcome, PermissionAnswer, Toolhost};
 use toolhost_e2e::{Scratch, call, root, text};
 
@@ -214,7 +214,7 @@ async fn a_corrupt_task_list_is_reported_and_left_alone() {
     let scratch = Scratch::new();
     let host = host(&scratch).await;
     let s = Arc::new(AgentState::new());
-    s.set("tasks", json!({"not": "a list"}));
+    s.set("tasks", json!({"not": "a list"}), StateBounds::NONE).unwrap();
     for (tool, input) in [
         ("TaskList", json!({})),
         ("TaskGet", json!({"task_id": "1"})),

@@ -30,7 +30,8 @@
 //!   directory's ancestors are read (only to filter), as ripgrep does.
 //!   A concurrent process that swaps a directory for a symlink during a walk
 //!   could race this check; tools have no API to create symlinks.
-//! * toolhost's own files ([`crate::protected`]: the settings file, the
+//! * toolhost's own files ([`crate::protected`]: the settings files, the
+//!   configured plugin and middleware components and plugin folders, the
 //!   session state folder, the compile cache) are refused to every scope,
 //!   whatever its roots: an operation on one of them or below one of them
 //!   (as given, symlinks resolved, or through another hard link to a
@@ -39,6 +40,9 @@
 //!   searches skip them silently, as they skip what lies outside the roots.
 //!   A process started with `exec` is not confined by this (it runs with
 //!   the user's rights); the process sandbox is what contains it.
+//! * A granted root is opened only while its real path is the one it had
+//!   when the grant was made ([`Root::real`]) and when this backend first
+//!   opened it: a root folder swapped for a symlink is refused.
 //! * Process execution is not path-scoped: the caller checks the
 //!   `process-exec` grant before [`Backend::spawn`]. Each process gets its own
 //!   process group, which is killed as a whole at the timeout, when the main
@@ -58,7 +62,7 @@ use async_trait::async_trait;
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, MetadataExt as _, OpenOptions};
 
-use super::scope::{Access, normalize_lexically};
+use super::scope::{Access, Root, normalize_lexically};
 use super::{
     Backend, BackendError, DirEntry, EntryKind, ExecRequest, FileStat, FsScope, OsFamily, Process, SearchFile,
     SearchRequest, WalkOptions,
@@ -81,8 +85,9 @@ pub struct LocalBackend {
     cwd: PathBuf,
     home: PathBuf,
     max_output_bytes: u64,
-    /// Opened root directories, keyed by root path; revalidated on use.
-    roots: Mutex<HashMap<PathBuf, Arc<Dir>>>,
+    /// Opened root directories, keyed by root path, with the real path
+    /// each had when first opened; revalidated on use.
+    roots: Mutex<HashMap<PathBuf, (Arc<Dir>, PathBuf)>>,
     /// toolhost's own files: refused to every tool whatever its scope.
     protected: Arc<ProtectedPaths>,
 }
@@ -154,31 +159,46 @@ impl LocalBackend {
     }
 
     /// The opened `Dir` of a granted root (cached; reopened if the directory
-    /// at that path was replaced since).
-    fn root_dir(&self, root: &Path) -> Result<Arc<Dir>, BackendError> {
-        let current = std::fs::metadata(root).map_err(|e| {
+    /// at that path was replaced since). A root is (re)opened only while its
+    /// real path is the one it had when granted ([`Root::real`]) and when
+    /// this backend first opened it: a root folder swapped for a symlink
+    /// (to `~`, say) is refused, not followed.
+    fn root_dir(&self, root: &Root) -> Result<Arc<Dir>, BackendError> {
+        let path = root.path.as_path();
+        let current = std::fs::metadata(path).map_err(|e| {
             if e.kind() == io::ErrorKind::NotFound {
                 BackendError::NotFound(format!(
                     "granted root {} does not exist; create it or grant an existing directory",
-                    root.display()
+                    path.display()
                 ))
             } else {
-                BackendError::Io(format!("cannot open granted root {}: {e}", root.display()))
+                BackendError::Io(format!("cannot open granted root {}: {e}", path.display()))
             }
         })?;
         let mut cache = self.roots.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(dir) = cache.get(root)
+        if let Some((dir, _)) = cache.get(path)
             && let Ok(meta) = dir.dir_metadata()
             && meta.dev() == std::os::unix::fs::MetadataExt::dev(&current)
             && meta.ino() == std::os::unix::fs::MetadataExt::ino(&current)
         {
             return Ok(dir.clone());
         }
-        let dir = Dir::open_ambient_dir(root, ambient_authority()).map_err(|e| {
-            BackendError::Io(format!("cannot open granted root {} as a directory: {e}", root.display()))
+        let real = std::fs::canonicalize(path)
+            .map_err(|e| BackendError::Io(format!("cannot resolve granted root {}: {e}", path.display())))?;
+        let first = cache.get(path).map(|(_, first)| first);
+        if let Some(expected) = root.real.as_ref().into_iter().chain(first).find(|e| **e != real) {
+            return Err(BackendError::Denied(format!(
+                "granted root {} now leads to {}, not to {} where it led when it was granted (replaced by a symlink?); restore it, or restart toolhost to grant what it is now",
+                path.display(),
+                real.display(),
+                expected.display()
+            )));
+        }
+        let dir = Dir::open_ambient_dir(&real, ambient_authority()).map_err(|e| {
+            BackendError::Io(format!("cannot open granted root {} as a directory: {e}", path.display()))
         })?;
         let dir = Arc::new(dir);
-        cache.insert(root.to_path_buf(), dir.clone());
+        cache.insert(path.to_path_buf(), (dir.clone(), real));
         Ok(dir)
     }
 
@@ -199,7 +219,7 @@ impl LocalBackend {
         let abs = self.absolute(path);
         let (root, rel) = scope.locate(&abs, access)?;
         self.guard(&abs, follow_final)?;
-        let dir = self.root_dir(&root.path)?;
+        let dir = self.root_dir(root)?;
         match op(&dir, &dot_if_empty(&rel)) {
             Ok(v) => Ok(v),
             Err(e) if is_escape(&e) => {
@@ -213,7 +233,7 @@ impl LocalBackend {
                 let Ok((root2, rel2)) = scope.locate(real_str, access) else {
                     return Err(escape_denied(scope, &abs, Some(&real), access));
                 };
-                let dir2 = self.root_dir(&root2.path)?;
+                let dir2 = self.root_dir(root2)?;
                 op(&dir2, &dot_if_empty(&rel2)).map_err(|e| {
                     if is_escape(&e) { escape_denied(scope, &abs, Some(&real), access) } else { map_io(e, what, &abs) }
                 })
@@ -227,8 +247,8 @@ impl LocalBackend {
     fn real_roots(scope: &FsScope) -> Vec<PathBuf> {
         let mut out = Vec::new();
         for r in scope.roots() {
-            if let Ok(c) = std::fs::canonicalize(&r.path) {
-                out.push(c);
+            if let Some(real) = r.real.clone().or_else(|| std::fs::canonicalize(&r.path).ok()) {
+                out.push(real);
             }
             out.push(r.path.clone());
         }

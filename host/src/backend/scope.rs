@@ -21,6 +21,17 @@ pub struct Root {
     pub path: PathBuf,
     /// Whether writes are allowed under it (reads always are).
     pub write: bool,
+    /// Its symlink-free form when the scope was made ([`FsScope::new`]
+    /// fills it in); the local backend refuses the root once its real path
+    /// is another (a folder swapped for a symlink after the grant).
+    pub real: Option<PathBuf>,
+}
+
+impl Root {
+    /// A root at `path`; `real` is filled in by [`FsScope::new`].
+    pub fn new(path: impl Into<PathBuf>, write: bool) -> Self {
+        Self { path: path.into(), write, real: None }
+    }
 }
 
 /// The roots granted to one tool, with the hint shown when a path is refused.
@@ -43,14 +54,18 @@ impl FsScope {
         Self { tool: tool.to_string(), roots: Vec::new(), hint: hint.into(), read_only_because: None }
     }
 
-    /// A scope over `roots`; duplicate roots keep the widest access.
+    /// A scope over `roots`; duplicate roots keep the widest access. Each
+    /// root's real path is resolved now (as far as it exists), unless given.
     pub fn new(tool: &str, roots: Vec<Root>, hint: impl Into<String>) -> Self {
         let mut merged: Vec<Root> = Vec::new();
         for root in roots {
             let path = normalize_lexically(&root.path);
             match merged.iter_mut().find(|r| r.path == path) {
                 Some(existing) => existing.write |= root.write,
-                None => merged.push(Root { path, write: root.write }),
+                None => {
+                    let real = root.real.or_else(|| crate::capability::resolved(&path));
+                    merged.push(Root { path, write: root.write, real })
+                }
             }
         }
         Self { tool: tool.to_string(), roots: merged, hint: hint.into(), read_only_because: None }
@@ -58,7 +73,7 @@ impl FsScope {
 
     /// The same roots, every one read-only; a refused write says `because`.
     pub fn read_only(&self, because: impl Into<String>) -> Self {
-        let roots = self.roots.iter().map(|r| Root { path: r.path.clone(), write: false }).collect();
+        let roots = self.roots.iter().map(|r| Root { write: false, ..r.clone() }).collect();
         Self { roots, read_only_because: Some(because.into()), ..self.clone() }
     }
 
@@ -139,11 +154,7 @@ mod tests {
     use super::*;
 
     fn scope() -> FsScope {
-        FsScope::new(
-            "Read",
-            vec![Root { path: "/work".into(), write: true }, Root { path: "/docs".into(), write: false }],
-            "add it with --workdir",
-        )
+        FsScope::new("Read", vec![Root::new("/work", true), Root::new("/docs", false)], "add it with --workdir")
     }
 
     #[test]

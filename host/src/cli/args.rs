@@ -77,6 +77,12 @@ pub struct Global {
     /// Largest value (key plus JSON text) a tool may store in the agent state, in bytes
     #[arg(long, global = true, value_name = "BYTES")]
     pub max_state_value_bytes: Option<u64>,
+    /// Largest the whole agent state may grow (keys plus JSON text), in bytes
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub max_state_bytes: Option<u64>,
+    /// Most keys the agent state may hold
+    #[arg(long, global = true, value_name = "N")]
+    pub max_state_keys: Option<u64>,
     /// Log output per tool or middleware instance in bytes; lines past it are dropped and counted
     #[arg(long, global = true, value_name = "BYTES")]
     pub max_log_bytes: Option<u64>,
@@ -132,6 +138,12 @@ impl Global {
         }
         if let Some(b) = self.max_state_value_bytes {
             s.limits.max_state_value_bytes = b;
+        }
+        if let Some(b) = self.max_state_bytes {
+            s.limits.max_state_bytes = b;
+        }
+        if let Some(n) = self.max_state_keys {
+            s.limits.max_state_keys = n;
         }
         if let Some(b) = self.max_log_bytes {
             s.limits.max_log_bytes = b;

@@ -30,7 +30,8 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(2);
 
 /// The budget of one call. Security-relevant defaults: 120 s wall clock,
 /// 256 MiB of linear memory, 8 MiB of output, processes at most 600 s,
-/// agent-state values at most 1 MiB, 1 MiB of log lines.
+/// agent-state values at most 1 MiB, the whole agent state at most 64 MiB
+/// in 10 000 keys, 1 MiB of log lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
@@ -47,6 +48,11 @@ pub struct Limits {
     /// The largest value a tool may store in the agent state with `set` or
     /// `compare-and-set`, in bytes of key plus JSON text.
     pub max_state_value_bytes: u64,
+    /// The largest the agent state's values may grow in all, in bytes of
+    /// keys plus JSON text (a session file holds about this much).
+    pub max_state_bytes: u64,
+    /// The most keys the agent state may hold.
+    pub max_state_keys: u64,
     /// Log output per instance (tool or middleware), in bytes of message
     /// text: lines past it are dropped, and one final line says how many
     /// bytes were.
@@ -61,6 +67,8 @@ impl Default for Limits {
             max_output_bytes: 8 << 20,
             max_process_timeout_ms: 600_000,
             max_state_value_bytes: 1 << 20,
+            max_state_bytes: 64 << 20,
+            max_state_keys: 10_000,
             max_log_bytes: 1 << 20,
         }
     }

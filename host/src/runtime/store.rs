@@ -12,7 +12,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use super::{EPOCH_TICK, Limits, Runtime};
 use crate::backend::Backend;
 use crate::capability::Grants;
-use crate::response::{Chunk, ContentBlock, ResultState};
+use crate::response::{BLOCK_COST, CHUNK_COST, Chunk, ContentBlock, ResultState, json_len};
 use crate::state::AgentState;
 
 /// How much of a guest's stderr is kept (panic messages end up there).
@@ -92,9 +92,10 @@ impl OutputSink {
     }
 
     /// Sends a chunk, cutting it at the cap (and noting the cut once).
-    /// Everything counts: the bytes of text and data blocks, then the
-    /// chunk's metadata as serialized JSON (metadata that does not fit is
-    /// dropped whole). Returns false once the cap is reached or the
+    /// Everything counts: [`CHUNK_COST`] per chunk, each block's
+    /// [`ContentBlock::weight`] (what it carries, names and media types
+    /// included, plus [`BLOCK_COST`]), then the chunk's metadata as
+    /// serialized JSON (metadata that does not fit is dropped whole). Returns false once the cap is reached or the
     /// receiver is gone.
     pub async fn emit(&mut self, chunk: Chunk) -> bool {
         if self.truncated {
@@ -111,7 +112,13 @@ impl OutputSink {
         if self.truncated {
             return false;
         }
-        let mut kept = Vec::with_capacity(chunk.content.len());
+        let mut kept = Vec::new();
+        if CHUNK_COST <= self.room() {
+            self.used += CHUNK_COST;
+        } else {
+            self.truncated = true;
+            chunk.content.clear();
+        }
         for block in chunk.content.drain(..) {
             let room = self.room();
             let weight = block.weight() as u64;
@@ -121,6 +128,7 @@ impl OutputSink {
                 continue;
             }
             if let ContentBlock::Text { text } = block {
+                let room = room.saturating_sub(BLOCK_COST as u64);
                 let mut end = usize::try_from(room).unwrap_or(usize::MAX).min(text.len());
                 while !text.is_char_boundary(end) {
                     end -= 1;
@@ -188,22 +196,7 @@ impl LogBudget {
 /// The bytes a chunk's metadata counts against the output cap: its length
 /// as JSON text (nothing when empty), counted without building the text.
 pub fn metadata_weight(metadata: &serde_json::Map<String, serde_json::Value>) -> u64 {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    if metadata.is_empty() {
-        return 0;
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, metadata);
-    count.0
+    if metadata.is_empty() { 0 } else { json_len(metadata) }
 }
 
 /// The data of one store: WASI context, resource table, limits, grants,

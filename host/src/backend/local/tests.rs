@@ -27,8 +27,7 @@ impl Fixture {
         fs::create_dir_all(&outside).unwrap();
         fs::write(outside.join("secret.txt"), SECRET).unwrap();
         let backend = LocalBackend::new(root.clone(), base.clone());
-        let scope =
-            FsScope::new("T", vec![Root { path: root.clone(), write: true }], "grant it with --grant T=fs-write:PATH");
+        let scope = FsScope::new("T", vec![Root::new(root.clone(), true)], "grant it with --grant T=fs-write:PATH");
         Fixture { _tmp: tmp, root, outside, backend, scope }
     }
 
@@ -207,7 +206,7 @@ async fn failed_write_leaves_the_target_untouched() {
 async fn read_only_root_refuses_writes() {
     let f = Fixture::new();
     fs::write(f.root.join("a.txt"), b"a").unwrap();
-    let ro = FsScope::new("T", vec![Root { path: f.root.clone(), write: false }], "grant write with --grant");
+    let ro = FsScope::new("T", vec![Root::new(f.root.clone(), false)], "grant write with --grant");
     let b = &f.backend;
     assert_eq!(b.read_file(&ro, &f.p("a.txt")).await.unwrap(), b"a");
     let msg = denied(b.write_file(&ro, &f.p("a.txt"), b"b").await);

@@ -1,4 +1,4 @@
-use crate::response::{Chunk, ContentBlock, ResultState};
+use crate::response::{BLOCK_COST, Chunk, ContentBlock, ResultState};
 use crate::runtime::CallState;
 use crate::runtime::bindings::tool::toolhost::tool::output::Host;
 use crate::runtime::bindings::wit_types as wit;
@@ -8,6 +8,9 @@ impl Host for CallState {
         if self.sink.truncated() {
             return Ok(false);
         }
+        // More blocks than could fit even empty: the rest is not worth converting.
+        let fit = usize::try_from(self.sink.room() / BLOCK_COST as u64 + 1).unwrap_or(usize::MAX);
+        chunk.content.truncate(fit);
         // Metadata longer than the room left cannot fit: not worth parsing.
         let metadata_len = chunk.metadata.len() as u64;
         if metadata_len > self.sink.room() {

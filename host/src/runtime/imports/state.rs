@@ -15,7 +15,7 @@ use crate::backend::scope::Access;
 use crate::backend::{self, BackendError};
 use crate::runtime::CallState;
 use crate::runtime::bindings::tool::toolhost::tool::state::Host;
-use crate::state::AgentState;
+use crate::state::{AgentState, StateBounds};
 
 impl CallState {
     /// The agent state, if this tool may use it here (`write`: change a
@@ -61,6 +61,12 @@ impl CallState {
             ));
         }
         Ok(())
+    }
+
+    /// How large the agent state may grow (`limits.max_state_bytes`,
+    /// `limits.max_state_keys`).
+    fn state_bounds(&self) -> StateBounds {
+        StateBounds { max_bytes: self.call_limits.max_state_bytes, max_keys: self.call_limits.max_state_keys }
     }
 }
 
@@ -129,7 +135,9 @@ impl Host for CallState {
             Err(e) => return Ok(Err(format!("the expected value for '{key}' is not JSON: {e}"))),
         };
         match serde_json::from_str(&value) {
-            Ok(json) => Ok(Ok(state.compare_and_set(&key, expected.as_ref(), json))),
+            Ok(json) => {
+                Ok(state.compare_and_set(&key, expected.as_ref(), json, self.state_bounds()).map_err(|e| e.to_string()))
+            }
             Err(e) => Ok(Err(format!("the value for '{key}' is not JSON: {e}"))),
         }
     }
@@ -140,10 +148,7 @@ impl Host for CallState {
             Err(e) => return Ok(Err(e)),
         };
         match serde_json::from_str(&value) {
-            Ok(json) => {
-                state.set(&key, json);
-                Ok(Ok(()))
-            }
+            Ok(json) => Ok(state.set(&key, json, self.state_bounds()).map_err(|e| e.to_string())),
             Err(e) => Ok(Err(format!("the value for '{key}' is not JSON: {e}"))),
         }
     }
