@@ -300,8 +300,8 @@ fn command_len(words: &[Word]) -> Option<usize> {
     if MODULE_RUNNERS.contains(&name) || name.starts_with("python3.") {
         return module_len(words);
     }
-    if next(&name, &[]).is_some() {
-        return path_len(&name, words);
+    if next(name, &[]).is_some() {
+        return path_len(name, words);
     }
     match words.get(1).and_then(plain) {
         Some(v) if subcommand_like(v) => Some(2),
