@@ -559,3 +559,47 @@ fn sequence(inner: &str) -> Option<Vec<String>> {
     }
     Some(out)
 }
+
+#[cfg(test)]
+mod prefilter_tests {
+    use super::*;
+
+    /// The needle prefilter never changes the list scan's answer, for the
+    /// default lists and for custom ones (capitals, multi-segment entries).
+    #[test]
+    fn prefilter_keeps_the_scan_answer() {
+        let custom = DangerLists {
+            files: vec!["/Secrets.TXT".into(), ".ssh/config".into(), "".into()],
+            directories: vec!["keys/".into(), "a/b".into()],
+        };
+        let paths = [
+            "/",
+            "/home/u/.bashrc",
+            "/home/u/.BASHRC",
+            "/work/p/src/main.rs",
+            "/home/u/.ssh/config",
+            "/x/.SSH/Config",
+            "/x/a/b",
+            "/x/a/b/c",
+            "/x/ab",
+            "/x/KEYS/f",
+            "/x/monkeys",
+            "/x/secrets.txt",
+            "/x/secrets.txt.bak",
+            "/x/.git/hooks/pre-commit",
+            "/x/.gitconfig",
+            "/x/ünï/.bashrc",
+            "/x/ünï",
+        ];
+        for lists in [DangerLists::default(), custom] {
+            let needles = Needles::new(&lists);
+            for p in paths {
+                assert_eq!(
+                    normal_path_is_dangerous(p, "/home/u", &lists, &needles),
+                    is_dangerous_path(p, "/", "/home/u", &lists),
+                    "{p} with {lists:?}"
+                );
+            }
+        }
+    }
+}
