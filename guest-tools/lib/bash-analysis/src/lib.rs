@@ -173,7 +173,7 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
     for part in &a.parts {
         let words = normalize::strip_wrappers(&part.words);
         if let Some((first, args)) = words.split_first()
-            && normalize::program_name(first).as_deref() == Some("sed")
+            && normalize::program_name(first) == Some("sed")
         {
             let vals: Vec<&str> = args.iter().map(|w| w.text()).collect();
             if let Some(e) = sed::check_sed_args(&vals, lists) {
@@ -185,14 +185,14 @@ pub fn check_permissions(command: &str, ctx: &Context, lists: &DangerLists) -> V
         }
     }
     let mut sensitive: Vec<String> = Vec::new();
-    let mut judge = |targets: Vec<paths::Target>| {
-        for t in targets {
-            if paths::target_is_dangerous(&t, &ctx.home, lists) && !sensitive.contains(&t.display) {
-                sensitive.push(t.display);
-            }
-        }
-    };
     paths::Needles::with(lists, |needles| {
+        let mut judge = |targets: Vec<paths::Target>| {
+            for t in targets {
+                if paths::target_is_dangerous(&t, &ctx.home, lists, needles) && !sensitive.contains(&t.display) {
+                    sensitive.push(t.display);
+                }
+            }
+        };
         for (part, &read_only) in a.parts.iter().zip(a.read_only_parts()) {
             let mut targets = paths::part_targets(part, &at);
             let reads_only =

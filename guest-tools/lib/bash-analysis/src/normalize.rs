@@ -13,9 +13,9 @@ pub(crate) const WRAPPERS: &[&str] =
 
 /// The basename of the command word (`/usr/bin/rm` → `rm`, `\rm` → `rm`),
 /// `None` when the word is dynamic (`$X`, `$(..)`).
-pub(crate) fn program_name(w: &Word) -> Option<String> {
-    let v = w.value.as_ref()?;
-    Some(v.rsplit('/').next().unwrap_or(v).to_string())
+pub(crate) fn program_name(w: &Word) -> Option<&str> {
+    let v = w.value.as_deref()?;
+    Some(v.rsplit('/').next().unwrap_or(v))
 }
 
 /// The command word as judged for read-only and allow purposes: bare names
@@ -69,7 +69,7 @@ pub(crate) fn strip_wrappers(words: &[Word]) -> &[Word] {
         let Some(name) = program_name(&words[i]) else {
             return &words[i..];
         };
-        if !WRAPPERS.contains(&name.as_str()) {
+        if !WRAPPERS.contains(&name) {
             return &words[i..];
         }
         if name == "env"
@@ -92,7 +92,7 @@ pub(crate) fn strip_wrappers(words: &[Word]) -> &[Word] {
                 break;
             }
             if t.starts_with('-') && t.len() > 1 {
-                if takes_arg(&name, t) {
+                if takes_arg(name, t) {
                     i += 1;
                 }
                 i += 1;
@@ -122,7 +122,7 @@ pub(crate) fn strip_wrappers(words: &[Word]) -> &[Word] {
 
 /// True when the part's command is run through a wrapper.
 pub(crate) fn has_wrapper(words: &[Word]) -> bool {
-    words.first().and_then(program_name).is_some_and(|n| WRAPPERS.contains(&n.as_str()))
+    words.first().and_then(program_name).is_some_and(|n| WRAPPERS.contains(&n))
 }
 
 /// The part's words with wrappers stripped and the program replaced by its
@@ -133,7 +133,7 @@ pub(crate) fn normalized_text(words: &[Word]) -> String {
     let mut out: Vec<String> = Vec::with_capacity(inner.len());
     for (k, w) in inner.iter().enumerate() {
         if k == 0 {
-            out.push(program_name(w).unwrap_or_else(|| w.raw.clone()));
+            out.push(program_name(w).unwrap_or(&w.raw).to_string());
         } else {
             out.push(w.raw.clone());
         }

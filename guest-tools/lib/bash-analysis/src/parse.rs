@@ -975,7 +975,7 @@ fn nested_script(p: &Part) -> Option<Option<String>> {
     let words = crate::normalize::strip_wrappers(&p.words);
     let (first, rest) = words.split_first()?;
     let name = crate::normalize::program_name(first)?;
-    match name.as_str() {
+    match name {
         "eval" => {
             let mut vals = Vec::new();
             for w in rest {

@@ -92,9 +92,9 @@ pub(crate) fn part_targets(part: &Part, at: &Place) -> Vec<Target> {
     let words = strip_wrappers(&part.words);
     if let Some((first, args)) = words.split_first()
         && let Some(name) = program_name(first)
-        && FILE_COMMANDS.contains(&name.as_str())
+        && FILE_COMMANDS.contains(&name)
     {
-        for w in path_args(&name, args) {
+        for w in path_args(name, args) {
             out.push(target(&w, part, at));
         }
     }
@@ -120,8 +120,9 @@ fn seg_matches(pat: &str, name: &str, glob: bool) -> bool {
 
 /// Sensitive-path test (spec §2.5) on a target, glob-aware: `rm .b*`
 /// matches `.bashrc`. A target whose value is unknown is tested on its raw
-/// text with quotes removed (`"$D/.bashrc"` is still caught).
-pub(crate) fn target_is_dangerous(t: &Target, home: &str, lists: &DangerLists) -> bool {
+/// text with quotes removed (`"$D/.bashrc"` is still caught). `needles`
+/// are those of `lists`.
+pub(crate) fn target_is_dangerous(t: &Target, home: &str, lists: &DangerLists, needles: &Needles) -> bool {
     if t.brace {
         // `cp x ~/.bash{rc,}`: every word the braces expand to is judged;
         // too many of them to judge is judged dangerous.
@@ -130,15 +131,15 @@ pub(crate) fn target_is_dangerous(t: &Target, home: &str, lists: &DangerLists) -
         return words.iter().any(|w| {
             let abs = normalize(w, "/", home);
             let one = Target { display: w.clone(), abs: Some(abs), glob: t.glob, raw: w.clone(), brace: false };
-            target_is_dangerous(&one, home, lists)
+            target_is_dangerous(&one, home, lists, needles)
         });
     }
     let Some(abs) = &t.abs else {
         let crude: String = t.raw.chars().filter(|c| !matches!(c, '"' | '\'')).collect();
-        return is_dangerous_path(&crude, "/", home, lists);
+        return normal_path_is_dangerous(&normalize(&crude, "/", home), home, lists, needles);
     };
     if !t.glob {
-        return is_dangerous_path(abs, "/", home, lists);
+        return normal_path_is_dangerous(abs, home, lists, needles);
     }
     let lower = abs.to_lowercase();
     let segs: Vec<&str> = lower.split('/').filter(|s| !s.is_empty()).collect();
@@ -166,6 +167,14 @@ pub(crate) fn target_is_dangerous(t: &Target, home: &str, lists: &DangerLists) -
         }
     }
     false
+}
+
+/// [`is_dangerous_path`] of an absolute, lexically normal path (as
+/// [`normalize`] gives). The list scan is costly and only ever matches a
+/// name the path's text contains (normalising it again changes nothing),
+/// so a path without any of the `needles` of `lists` is not scanned.
+fn normal_path_is_dangerous(abs: &str, home: &str, lists: &DangerLists, needles: &Needles) -> bool {
+    needles.may_match(abs) && is_dangerous_path(abs, "/", home, lists)
 }
 
 /// Dangerous removal (spec §5.5) for one part whose program, wrappers seen
@@ -291,7 +300,7 @@ fn script_words(words: &[Word]) -> Vec<usize> {
         return Vec::new();
     };
     let at = |k: usize| offset + 1 + k;
-    match name.as_str() {
+    match name {
         "sed" => {
             let vals: Vec<&str> = args.iter().map(Word::text).collect();
             crate::sed::parse_sed_args(&vals).script_words.into_iter().map(at).collect()
@@ -549,4 +558,48 @@ fn sequence(inner: &str) -> Option<Vec<String>> {
         v += dir;
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod prefilter_tests {
+    use super::*;
+
+    /// The needle prefilter never changes the list scan's answer, for the
+    /// default lists and for custom ones (capitals, multi-segment entries).
+    #[test]
+    fn prefilter_keeps_the_scan_answer() {
+        let custom = DangerLists {
+            files: vec!["/Secrets.TXT".into(), ".ssh/config".into(), "".into()],
+            directories: vec!["keys/".into(), "a/b".into()],
+        };
+        let paths = [
+            "/",
+            "/home/u/.bashrc",
+            "/home/u/.BASHRC",
+            "/work/p/src/main.rs",
+            "/home/u/.ssh/config",
+            "/x/.SSH/Config",
+            "/x/a/b",
+            "/x/a/b/c",
+            "/x/ab",
+            "/x/KEYS/f",
+            "/x/monkeys",
+            "/x/secrets.txt",
+            "/x/secrets.txt.bak",
+            "/x/.git/hooks/pre-commit",
+            "/x/.gitconfig",
+            "/x/ünï/.bashrc",
+            "/x/ünï",
+        ];
+        for lists in [DangerLists::default(), custom] {
+            let needles = Needles::new(&lists);
+            for p in paths {
+                assert_eq!(
+                    normal_path_is_dangerous(p, "/home/u", &lists, &needles),
+                    is_dangerous_path(p, "/", "/home/u", &lists),
+                    "{p} with {lists:?}"
+                );
+            }
+        }
+    }
 }

@@ -93,7 +93,7 @@ fn is_rm_rf(part: &Part) -> bool {
     let Some((first, args)) = words.split_first() else {
         return false;
     };
-    if program_name(first).as_deref() != Some("rm") {
+    if program_name(first) != Some("rm") {
         return false;
     }
     let (mut r, mut f) = (false, false);

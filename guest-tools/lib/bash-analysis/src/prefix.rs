@@ -291,17 +291,17 @@ fn plain(w: &Word) -> Option<&str> {
 fn command_len(words: &[Word]) -> Option<usize> {
     let first = words.first()?;
     let name = program_name(first)?;
-    if NO_SUGGEST_PROGRAMS.contains(&name.as_str()) {
+    if NO_SUGGEST_PROGRAMS.contains(&name) {
         return None;
     }
-    if WHOLE_PART.contains(&name.as_str()) {
+    if WHOLE_PART.contains(&name) {
         return (words.len() > 1).then_some(words.len());
     }
-    if MODULE_RUNNERS.contains(&name.as_str()) || name.starts_with("python3.") {
+    if MODULE_RUNNERS.contains(&name) || name.starts_with("python3.") {
         return module_len(words);
     }
-    if next(&name, &[]).is_some() {
-        return path_len(&name, words);
+    if next(name, &[]).is_some() {
+        return path_len(name, words);
     }
     match words.get(1).and_then(plain) {
         Some(v) if subcommand_like(v) => Some(2),
@@ -364,10 +364,8 @@ fn path_len(program: &str, words: &[Word]) -> Option<usize> {
 pub(crate) fn part_rule(p: &Part) -> Option<String> {
     let inner = strip_wrappers(&p.words);
     let wrapped = p.words.len() - inner.len();
-    let wrappers_ok = p.words[..wrapped]
-        .iter()
-        .filter_map(program_name)
-        .all(|n| !WRAPPERS.contains(&n.as_str()) || SEE_PAST.contains(&n.as_str()));
+    let wrappers_ok =
+        p.words[..wrapped].iter().filter_map(program_name).all(|n| !WRAPPERS.contains(&n) || SEE_PAST.contains(&n));
     if !wrappers_ok {
         return None;
     }
