@@ -158,6 +158,18 @@ pub async fn call(host: &Toolhost, tool: &str, input: serde_json::Value, answer:
     host.call(CallRequest::new(tool, input.to_string())).finish(answer).await.into_response()
 }
 
+/// Whether `script` (util-linux), which the terminal tests run toolhost
+/// under to give it a pseudo-terminal, is installed. Under `CI=true` its
+/// absence fails the test instead of skipping it.
+pub fn have_script() -> bool {
+    if Command::new("script").arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(std::env::var("CI").is_err(), "`script` (util-linux) is missing; CI must have it");
+    eprintln!("skipped: `script` is not installed");
+    false
+}
+
 /// stdout and stderr of a CLI run as text.
 pub fn text(out: &Output) -> (String, String) {
     (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())

@@ -7,16 +7,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use serde_json::json;
-use toolhost_e2e::{Scratch, root, toolhost_bin};
-
-fn have_script() -> bool {
-    if Command::new("script").arg("--version").output().is_ok() {
-        return true;
-    }
-    assert!(std::env::var("CI").is_err(), "`script` (util-linux) is missing; CI must have it");
-    eprintln!("skipped: `script` is not installed");
-    false
-}
+use toolhost_e2e::{Scratch, have_script, root, toolhost_bin};
 
 /// `toolhost call AskUser INPUT` on a pseudo-terminal, typing `typed`;
 /// returns the screen and whether the call succeeded.

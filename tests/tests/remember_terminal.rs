@@ -9,18 +9,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::json;
-use toolhost_e2e::{Scratch, root, text, toolhost_bin};
+use toolhost_e2e::{Scratch, have_script, root, text, toolhost_bin};
 
 const RULE: &str = "Bash(touch x:*)";
-
-fn have_script() -> bool {
-    if Command::new("script").arg("--version").output().is_ok() {
-        return true;
-    }
-    assert!(std::env::var("CI").is_err(), "`script` (util-linux) is missing; CI must have it");
-    eprintln!("skipped: `script` is not installed");
-    false
-}
 
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))

@@ -20,6 +20,19 @@ fn with_plugin(scratch: &Scratch, plugin: &str, args: &[&str]) -> std::process::
     scratch.cli(&all)
 }
 
+/// Checks that a `call --json` run under `--max-output-bytes 65536` was
+/// cut: little reached stdout, the output says so, and the response is
+/// bounded. Returns the response.
+fn assert_cut_at_64_kib(input: &Value, out: &std::process::Output) -> Value {
+    let (stdout, stderr) = text(out);
+    assert!(out.stdout.len() < 256 << 10, "{input}: {} bytes reached stdout", out.stdout.len());
+    assert!(stdout.contains("output truncated") && stdout.contains("65536 bytes"), "{input}: {stdout}\n{stderr}");
+    let line: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let size = line["response"].to_string().len();
+    assert!(size < 2 * 65536, "{input}: the response holds {size} bytes");
+    line["response"].clone()
+}
+
 #[test]
 fn chunk_metadata_counts_against_the_output_cap() {
     let scratch = Scratch::new();
@@ -31,12 +44,7 @@ fn chunk_metadata_counts_against_the_output_cap() {
             "meta-flood",
             &["--max-output-bytes", "65536", "call", "--json", "MetaFlood", &input.to_string()],
         );
-        let (stdout, stderr) = text(&out);
-        assert!(out.stdout.len() < 256 << 10, "{input}: {} bytes reached stdout", out.stdout.len());
-        assert!(stdout.contains("output truncated") && stdout.contains("65536 bytes"), "{input}: {stdout}\n{stderr}");
-        let response: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-        let size = response["response"].to_string().len();
-        assert!(size < 2 * 65536, "{input}: the response holds {size} bytes");
+        assert_cut_at_64_kib(&input, &out);
     }
 }
 
@@ -63,22 +71,18 @@ fn block_names_and_empty_blocks_count_against_the_output_cap() {
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
-        let (stdout, stderr) = text(&out);
-        assert!(out.stdout.len() < 256 << 10, "{input}: {} bytes reached stdout", out.stdout.len());
-        assert!(stdout.contains("output truncated") && stdout.contains("65536 bytes"), "{input}: {stdout}\n{stderr}");
-        let response: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-        let size = response["response"].to_string().len();
-        assert!(size < 2 * 65536, "{input}: the response holds {size} bytes");
-        let blocks = response["response"]["content"].as_array().map_or(0, Vec::len);
+        let response = assert_cut_at_64_kib(&input, &out);
+        let blocks = response["content"].as_array().map_or(0, Vec::len);
         assert!(blocks <= 65536 / 16 + 1, "{input}: the response holds {blocks} blocks");
         // The guest's own memory is capped separately; the host's stays small.
-        let peak: u64 = stderr
+        let peak: u64 = text(&out)
+            .1
             .lines()
             .find_map(|l| l.strip_prefix("peak-rss-kib "))
             .and_then(|n| n.trim().parse().ok())
             .expect("the peak memory from /usr/bin/time");
         assert!(peak < 512 << 10, "{input}: peak memory {peak} KiB");
-        eprintln!("{input}: stdout {} bytes, response {size} bytes, peak {peak} KiB", out.stdout.len());
+        eprintln!("{input}: stdout {} bytes, {blocks} blocks, peak {peak} KiB", out.stdout.len());
     }
 }
 

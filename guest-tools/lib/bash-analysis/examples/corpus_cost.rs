@@ -11,18 +11,13 @@
 #[path = "common/corpus.rs"]
 mod corpus;
 
-use bash_analysis::{Context, DangerLists, Mode, check_permissions, check_read_only, suggestions};
+use bash_analysis::{DangerLists, check_permissions, check_read_only, suggestions};
 
 fn main() {
     // A second argument names another corpus, e.g. the bench's.
     let commands = corpus::commands(std::env::args().nth(2).as_deref());
     let passes: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
-    let ctx = Context {
-        mode: Mode::Default,
-        working_dirs: vec!["/work/p".into()],
-        cwd: "/work/p".into(),
-        home: "/home/u".into(),
-    };
+    let ctx = corpus::context();
     let lists = DangerLists::default();
     let start = std::time::Instant::now();
     let mut allowed = 0usize;

@@ -9,7 +9,7 @@
 #[path = "common/corpus.rs"]
 mod corpus;
 
-use bash_analysis::{Behavior, Context, DangerLists, Mode, check_permissions, check_read_only, suggestions};
+use bash_analysis::{Behavior, DangerLists, check_permissions, check_read_only, suggestions};
 
 /// Words that only set up how the program runs: leading assignments,
 /// wrappers and their options or durations.
@@ -34,12 +34,7 @@ fn main() {
     let mut commands = corpus::commands(file.as_deref());
     commands.sort();
     commands.dedup();
-    let ctx = Context {
-        mode: Mode::Default,
-        working_dirs: vec!["/work/p".into()],
-        cwd: "/work/p".into(),
-        home: "/home/u".into(),
-    };
+    let ctx = corpus::context();
     let lists = DangerLists::default();
     let (mut asked, mut immune, mut with, mut rules, mut alone) = (0, 0, 0, 0, 0);
     let verbose = std::env::args().any(|a| a == "-v");

@@ -18,3 +18,14 @@ pub fn commands(file: Option<&str>) -> Vec<String> {
     };
     lines.iter().map(|c| c.replace('⏎', "\n").replace("\\t", "\t")).collect()
 }
+
+/// The context the measurements use: default mode, one working directory.
+#[allow(dead_code)] // corpus_dump sets its own, one per mode
+pub fn context() -> bash_analysis::Context {
+    bash_analysis::Context {
+        mode: bash_analysis::Mode::Default,
+        working_dirs: vec!["/work/p".into()],
+        cwd: "/work/p".into(),
+        home: "/home/u".into(),
+    }
+}
