@@ -373,7 +373,9 @@ impl Toolhost {
                     limits,
                     deadline: Deadline::for_limits(&limits),
                     output,
-                    tool_config: Some(self.tool_config(&loaded.info.name).to_string()),
+                    // The decision exports get the settings in their
+                    // context; only `call` reads them from the environment.
+                    tool_config: (phase != Phase::Decide).then(|| self.tool_config(&loaded.info.name).to_string()),
                 };
                 let instance = ToolInstance::new(self.runtime(), pre, setup)
                     .await
