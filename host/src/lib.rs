@@ -3,8 +3,8 @@
 //! Every tool, the built-ins included, is a WASI 0.2 component built against
 //! the WIT package `toolhost:tool` (`wit/`). This crate owns everything that
 //! needs authority: the permission engine, capability-scoped backends,
-//! per-call limits, loading, and the call pipeline. The `toolhost` binary
-//! (src/main.rs) is a thin CLI over [`Toolhost`].
+//! per-call limits, loading, and the call pipeline. The `toolhost` command
+//! (crate `toolhost-cli`, `cli/`) is a thin front end over [`Toolhost`].
 
 #![warn(missing_docs)]
 

@@ -5,13 +5,10 @@
 //!   a native Rust function, and against AgentScope 2.0.11 in-process when
 //!   `AGENTSCOPE_PYTHON` names a Python with agentscope installed
 //!   (`bench/agentscope_call.py`);
-//! - `toolhost list` cold (a new process, compile cache warm) with the
-//!   built-ins: wall time and peak RSS, against `/bin/true`;
 //! - loading one component on a compile-cache miss and on a hit.
 //!
-//! Run: `cargo bench --workspace --bench foundation` (the workspace, so that
-//! the release `toolhost` binary it starts comes from the same build; see
-//! `toolhost_e2e::toolhost_bin`)
+//! Run: `cargo bench --workspace --bench foundation`. The `toolhost list`
+//! figures come from the CLI's own bench (`cli/benches/startup.rs`).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -20,7 +17,7 @@ use serde_json::json;
 use toolhost::runtime::{Runtime, RuntimeOptions};
 use toolhost::tool::{Origin, load_component};
 use toolhost::{CallRequest, PermissionAnswer};
-use toolhost_e2e::{Scratch, guest, toolhost_bin};
+use toolhost_e2e::{Scratch, guest};
 
 fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples.sort();
@@ -98,42 +95,7 @@ async fn async_main() {
         println!("(AgentScope peer skipped: set AGENTSCOPE_PYTHON to a python with agentscope==2.0.11)");
     }
 
-    // 2. `toolhost list` cold, built-ins, compile cache warm.
-    let bin = toolhost_bin();
-    let cache = toolhost_e2e::root().join("target/bench-cache");
-    let list = || {
-        let child = Command::new(bin)
-            .arg("--cache-dir")
-            .arg(&cache)
-            .arg("list")
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("toolhost list");
-        wait_with_peak_rss(child)
-    };
-    list();
-    let mut walls = Vec::new();
-    let mut peak_kib = 0;
-    for _ in 0..20 {
-        let start = Instant::now();
-        peak_kib = peak_kib.max(list());
-        walls.push(start.elapsed());
-    }
-    let mut trues = Vec::new();
-    for _ in 0..20 {
-        let start = Instant::now();
-        Command::new("/bin/true").status().expect("true");
-        trues.push(start.elapsed());
-    }
-    let (list_p50, _) = report("`toolhost list` cold (cache warm), wall", &mut walls);
-    let (true_p50, _) = report("`/bin/true`, wall (process start peer)", &mut trues);
-    println!(
-        "`toolhost list` peak RSS: {:.1} MiB; ratio list / true (p50): {:.0}x",
-        peak_kib as f64 / 1024.0,
-        list_p50.as_secs_f64() / true_p50.as_secs_f64()
-    );
-
-    // 3. Loading one component, compile-cache miss vs hit.
+    // 2. Loading one component, compile-cache miss vs hit.
     let bytes = std::fs::read(guest("escape")).expect("escape.wasm");
     let mut misses = Vec::new();
     let mut hits = Vec::new();
@@ -151,21 +113,4 @@ async fn async_main() {
     let (miss, _) = report(&format!("load a {} KB component, cache miss", bytes.len() / 1024), &mut misses);
     let (hit, _) = report("load the same component, cache hit", &mut hits);
     println!("ratio miss / hit (p50): {:.0}x", miss.as_secs_f64() / hit.as_secs_f64());
-}
-
-/// Waits for `child` and returns its own peak RSS in KiB (wait4's rusage
-/// is the child's alone, unlike RUSAGE_CHILDREN).
-fn wait_with_peak_rss(child: std::process::Child) -> i64 {
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: wait4 writes only into the status and rusage we pass; the
-    // child is ours and is reaped exactly once (std's handle is forgotten).
-    unsafe {
-        let mut status = 0;
-        let mut usage: libc::rusage = std::mem::zeroed();
-        let reaped = libc::wait4(pid, &mut status, 0, &mut usage);
-        std::mem::forget(child);
-        assert_eq!(reaped, pid, "wait4 failed");
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "toolhost list failed");
-        usage.ru_maxrss
-    }
 }

@@ -60,10 +60,10 @@ pub fn root() -> PathBuf {
 ///
 /// Cargo builds a package's binaries together with its integration tests
 /// and benches, with the features of that same build. So for tests this
-/// asks for the workspace's test build limited to the host's integration
-/// test `host/tests/cli_binary.rs`, and for benches (`cargo bench
+/// asks for the workspace's test build limited to the CLI's integration
+/// test `cli/tests/cli_binary.rs`, and for benches (`cargo bench
 /// --workspace --bench …`) for the workspace's bench build limited to the
-/// host's `engine` bench: the same feature resolution as the caller's own
+/// CLI's `startup` bench: the same feature resolution as the caller's own
 /// build, so never a second, differently-featured host.
 pub fn toolhost_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
@@ -72,7 +72,7 @@ pub fn toolhost_bin() -> &'static Path {
         // target/<profile>/deps/test-xxxx -> target/<profile>/toolhost
         let dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
         let build: &[&str] = if dir.ends_with("release") {
-            &["bench", "--quiet", "--workspace", "--no-run", "--bench", "engine"]
+            &["bench", "--quiet", "--workspace", "--no-run", "--bench", "startup"]
         } else {
             &["test", "--quiet", "--workspace", "--no-run", "--test", "cli_binary"]
         };

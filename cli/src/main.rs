@@ -1,4 +1,9 @@
-//! The `toolhost` command line: a thin layer over [`toolhost::Toolhost`].
+//! `toolhost`: run AI-agent tools as sandboxed WebAssembly components.
+//!
+//! The command line is a thin front end over the library crate
+//! [`toolhost`]: it parses flags, prints, prompts on the terminal, and
+//! maps outcomes to exit codes. Everything that needs authority lives in
+//! the library.
 
 mod args;
 mod ask_user;
@@ -15,7 +20,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-pub use args::{Cli, Command};
+use args::{Cli, Command};
 
 /// Exit codes, documented in `toolhost --help`.
 pub mod exit {
@@ -29,7 +34,7 @@ pub mod exit {
     pub const EXTERNAL: u8 = 4;
 }
 
-pub fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.global.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
