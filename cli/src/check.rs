@@ -7,8 +7,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use anyhow::{Context as _, Result, bail};
+use toolhost::CallableTool;
 use toolhost::Toolhost;
-use toolhost::function::CallableTool;
 use toolhost::permission::check::{CheckRequest, decision_json, write_answer, write_error};
 use toolhost::permission::{Context, RuleSet};
 

@@ -5,32 +5,47 @@
 //! needs authority: the permission engine, capability-scoped backends,
 //! per-call limits, loading, and the call pipeline. The `toolhost` command
 //! (crate `toolhost-cli`, `cli/`) is a thin front end over [`Toolhost`].
+//!
+//! The crate is in layers, each importing only from those below it (see
+//! `docs/architecture.md`; `host/tests/layers.rs` checks it): the
+//! foundation (permission engine, backends, runtime, settings, state), the
+//! [`catalog`] (what a tool is), [`execution`] (instances, the middleware
+//! chain) and the façade, [`Toolhost`].
 
 #![warn(missing_docs)]
 
 pub mod backend;
-pub mod batch;
-pub mod builtin;
 pub mod capability;
+pub mod catalog;
 pub mod escape;
 pub mod events;
-pub mod function;
-pub mod instance;
-pub mod middleware;
+pub mod execution;
 pub mod permission;
 pub mod protected;
-mod registry;
 pub mod response;
 pub mod runtime;
 pub mod settings;
 pub mod state;
-pub mod tool;
 mod toolhost;
 
+/// What a tool is, and loading a component (the paths of earlier
+/// versions, kept for embedders).
+pub mod tool {
+    pub use crate::catalog::component::SUPPORTED_WIT_VERSIONS;
+    pub use crate::catalog::tool::*;
+    pub use crate::execution::component::{LoadReport, load_component, load_component_with_hash};
+    pub use crate::execution::loaded::{LoadedTool, validate_input};
+}
+pub use catalog::builtin;
+pub use catalog::function;
+pub use execution::middleware;
+pub use toolhost::batch;
+
 pub use async_trait::async_trait;
+pub use catalog::function::FunctionTool;
 pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer, PermissionRequest};
-pub use function::FunctionTool;
-pub use middleware::NativeMiddleware;
+pub use execution::callable::CallableTool;
+pub use execution::middleware::NativeMiddleware;
 pub use runtime::bindings::wit_types::ToolError;
 pub use tool::LookupError;
-pub use toolhost::{CallRequest, ExternalResult, Toolhost, ToolhostBuilder, tool_error_text};
+pub use toolhost::{CallRequest, ExternalResult, Replacement, Toolhost, ToolhostBuilder, tool_error_text};

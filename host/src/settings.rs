@@ -30,9 +30,11 @@
 //! dangerous_files = [".env", ".bashrc"]
 //!
 //! [middleware]                        # tool middleware (see crate::middleware)
-//! files = ["mw/logging.wasm"]
+//! files = ["mw/retry.wasm"]
 //! [middleware.attach]                 # tool (or "*") -> names, outermost first
-//! "*" = ["logging"]
+//! "*" = ["retry"]
+//! [middleware.retry]                  # a middleware's own settings
+//! max_attempts = 5
 //! ```
 
 use std::collections::BTreeMap;
@@ -91,7 +93,94 @@ pub struct Settings {
     /// [`Settings::state_dir`]).
     pub state_dir: Option<PathBuf>,
     /// Middleware components to load and the tools they wrap.
-    pub middleware: crate::middleware::MiddlewareSettings,
+    pub middleware: MiddlewareSettings,
+}
+
+/// The key of [`MiddlewareSettings::attach`] meaning "every tool".
+pub const EVERY_TOOL: &str = "*";
+
+/// The `[middleware]` table of `toolhost.toml`: `files`, `attach`, and one
+/// `[middleware.NAME]` table per middleware with its own settings (so no
+/// middleware named `files` or `attach` can have settings).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MiddlewareSettings {
+    /// Middleware component files to load (relative paths are relative to
+    /// the settings file).
+    pub files: Vec<PathBuf>,
+    /// Tool name (or `"*"` for every tool) → middleware names, outermost
+    /// first.
+    pub attach: BTreeMap<String, Vec<String>>,
+    /// Each middleware's own settings (`[middleware.logging]`), passed to
+    /// it as JSON like a tool's `[tools.NAME]`.
+    #[serde(flatten)]
+    pub settings: BTreeMap<String, toml::Table>,
+}
+
+impl<'de> Deserialize<'de> for MiddlewareSettings {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let table = toml::Table::deserialize(deserializer)?;
+        let mut out = MiddlewareSettings::default();
+        for (key, value) in table {
+            match key.as_str() {
+                "files" => {
+                    out.files = value.try_into().map_err(|e| D::Error::custom(format!("[middleware] files: {e}")))?
+                }
+                "attach" => {
+                    out.attach = value.try_into().map_err(|e| D::Error::custom(format!("[middleware.attach]: {e}")))?
+                }
+                _ => match value {
+                    toml::Value::Table(settings) => {
+                        out.settings.insert(key, settings);
+                    }
+                    other => {
+                        return Err(D::Error::custom(format!(
+                            "[middleware] {key} = {other}: unknown key; [middleware] takes `files`, `attach` and one table per middleware with its own settings, e.g. [middleware.{key}]"
+                        )));
+                    }
+                },
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl MiddlewareSettings {
+    /// A middleware's own settings (`[middleware.NAME]`) as JSON; `{}` when
+    /// none.
+    pub fn config(&self, name: &str) -> serde_json::Value {
+        match self.settings.get(name) {
+            Some(table) => serde_json::to_value(table).unwrap_or_else(|_| serde_json::json!({})),
+            None => serde_json::json!({}),
+        }
+    }
+
+    /// Parses one `--attach` value: `TOOL=NAME[,NAME...]` (`*=NAME` for
+    /// every tool), appending to the attachments.
+    pub fn add_attach(&mut self, spec: &str) -> Result<(), String> {
+        let (tool, names) = spec.split_once('=').ok_or_else(|| {
+            format!("--attach '{spec}' must look like TOOL=NAME[,NAME], e.g. Bash=logging,retry or '*=logging'")
+        })?;
+        let tool = tool.trim();
+        let names: Vec<String> =
+            names.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).collect();
+        if tool.is_empty() || names.is_empty() {
+            return Err(format!(
+                "--attach '{spec}' needs a tool name and at least one middleware name, e.g. Bash=logging"
+            ));
+        }
+        self.attach.entry(tool.to_string()).or_default().extend(names);
+        Ok(())
+    }
+
+    /// Makes relative file paths absolute against `base`.
+    pub fn resolve_relative(&mut self, base: &Path) {
+        for file in &mut self.files {
+            if file.is_relative() {
+                *file = base.join(&*file);
+            }
+        }
+    }
 }
 
 impl Default for Settings {
@@ -295,6 +384,20 @@ mod tests {
         let s = Settings::load(&path).unwrap();
         assert_eq!(s.plugins[0], dir.path().join("p/a.wasm"));
         assert_eq!(s.tool_config("Bash"), serde_json::json!({"dangerous_files": [".env"]}));
+    }
+
+    #[test]
+    fn middleware_tables_are_each_middlewares_settings() {
+        let s: Settings = toml::from_str(
+            "[middleware]\nfiles = [\"r.wasm\"]\n[middleware.attach]\n\"*\" = [\"retry\"]\n[middleware.retry]\nmax_attempts = 5\n",
+        )
+        .unwrap();
+        assert_eq!(s.middleware.files, vec![PathBuf::from("r.wasm")]);
+        assert_eq!(s.middleware.attach["*"], vec!["retry".to_string()]);
+        assert_eq!(s.middleware.config("retry"), serde_json::json!({"max_attempts": 5}));
+        assert_eq!(s.middleware.config("logging"), serde_json::json!({}));
+        let bad = toml::from_str::<Settings>("[middleware]\nfile = [\"r.wasm\"]\n").unwrap_err().to_string();
+        assert!(bad.contains("unknown key") && bad.contains("[middleware.file]"), "{bad}");
     }
 
     #[test]

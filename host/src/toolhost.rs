@@ -28,21 +28,30 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use anyhow::{Context as _, Result, bail};
-use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::Backend;
 use crate::backend::local::LocalBackend;
 use crate::capability::{Grants, Phase, PhaseGrants, Policy};
-use crate::events::{CallEvent, CallStream, ExternalCall, PermissionAnswer, PermissionRequest};
-use crate::function::CallableTool;
-use crate::permission::{self, Behavior, Decision, Mode, PolicyTool as _, Rule, RuleSet};
-use crate::registry::ToolEntry;
-use crate::response::{Chunk, ResultState, ToolResponse};
-use crate::runtime::bindings::wit_types::ToolError;
+use crate::catalog::builtin::Builtin;
+use crate::catalog::registry::{Entry, Registry};
+use crate::catalog::tool::{LoadError, LookupError, Origin, ToolInfo};
+use crate::execution::component::{load_builtin, load_component};
+use crate::execution::loaded::LoadedTool;
+use crate::execution::middleware::registry::Registry as MiddlewareRegistry;
+use crate::permission::{self, Mode, Rule, RuleSet};
+use crate::response::ResultState;
 use crate::runtime::{Runtime, RuntimeOptions};
 use crate::settings::Settings;
 use crate::state::AgentState;
-use crate::tool::{LoadError, LoadedTool, LookupError, Origin, ToolInfo, load_component, validate_input};
+
+pub mod batch;
+mod call;
+mod function;
+mod middleware;
+mod replace;
+
+pub use call::tool_error_text;
+pub use replace::Replacement;
 
 /// One call to make.
 #[derive(Debug, Clone)]
@@ -152,14 +161,21 @@ impl ToolhostBuilder {
         };
         let context_dirs = context_dirs(&working_dirs);
         let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
+        let middleware_configs = settings
+            .middleware
+            .settings
+            .keys()
+            .map(|name| (name.clone(), settings.middleware.config(name).to_string()))
+            .collect();
         let host = Toolhost {
             inner: Arc::new(Inner {
                 runtime,
-                tools: RwLock::new(BTreeMap::new()),
+                tools: Registry::default(),
                 rules: RwLock::new(Arc::new(rules)),
                 backend,
                 context_dirs,
                 tool_configs,
+                middleware_configs,
                 working_dirs,
                 home,
                 state: Arc::new(AgentState::new()),
@@ -185,9 +201,8 @@ impl ToolhostBuilder {
 
 struct Inner {
     runtime: Runtime,
-    /// Every registered tool by name, loaded or not yet loaded. Readers
-    /// clone an entry out and drop the lock before loading it.
-    tools: RwLock<BTreeMap<String, ToolEntry>>,
+    /// Every registered tool by name, loaded or not yet loaded.
+    tools: Registry<LoadedTool>,
     /// Replaced (not mutated) when a rule is remembered, so a call takes a
     /// cheap snapshot.
     rules: RwLock<Arc<RuleSet>>,
@@ -197,6 +212,8 @@ struct Inner {
     context_dirs: Vec<String>,
     /// Each configured tool's settings as JSON, converted once.
     tool_configs: BTreeMap<String, serde_json::Value>,
+    /// Each configured middleware's settings as JSON text, converted once.
+    middleware_configs: BTreeMap<String, String>,
     working_dirs: Vec<PathBuf>,
     home: String,
     state: Arc<AgentState>,
@@ -205,7 +222,7 @@ struct Inner {
     protected: Arc<crate::protected::ProtectedPaths>,
     settings: Settings,
     /// Loaded middleware and which tools it is attached to.
-    middleware: crate::middleware::Registry,
+    middleware: MiddlewareRegistry,
 }
 
 /// A host for tool components. Cheap to clone; clones share everything.
@@ -237,9 +254,9 @@ impl Toolhost {
 
     /// Registers every built-in under its tool name, none of them loaded.
     fn register_builtins(&self) -> Result<(), LoadError> {
-        for builtin in crate::builtin::BUILTINS {
+        for builtin in crate::catalog::builtin::BUILTINS {
             let label = format!("built-in tool {}", builtin.name);
-            self.register(builtin.name, ToolEntry::builtin(builtin), &label)?;
+            self.register(builtin.name, builtin_entry(builtin), &label)?;
         }
         Ok(())
     }
@@ -274,48 +291,34 @@ impl Toolhost {
     /// Adds a loaded tool (component or native function) under its name.
     pub(crate) fn insert_loaded(&self, tool: LoadedTool, label: &str) -> Result<ToolInfo, LoadError> {
         let info = tool.info.clone();
-        self.register(&info.name, ToolEntry::Loaded(Arc::new(tool)), label)?;
+        self.register(&info.name, Entry::Loaded(Arc::new(tool)), label)?;
         Ok(info)
     }
 
     /// Registers `entry` as `name`, unless that name is taken (by a loaded
     /// tool or a not-yet-loaded one: a name conflict never loads anything).
-    fn register(&self, name: &str, entry: ToolEntry, label: &str) -> Result<(), LoadError> {
-        let mut tools = self.inner.tools.write().unwrap_or_else(|p| p.into_inner());
+    fn register(&self, name: &str, entry: Entry<LoadedTool>, label: &str) -> Result<(), LoadError> {
         // Lock order: tools, then middleware (as in `insert_middleware`).
-        if self.inner.middleware.has(name) {
-            return Err(LoadError::NameClash {
+        self.inner.tools.insert(name, entry, label, || {
+            self.inner.middleware.has(name).then(|| LoadError::NameClash {
                 source_name: label.to_string(),
                 name: name.to_string(),
                 loading: "tool",
                 existing: "middleware",
-            });
-        }
-        if let Some(existing) = tools.get(name) {
-            return Err(LoadError::NameTaken {
-                source_name: label.to_string(),
-                name: name.to_string(),
-                existing: match existing.origin() {
-                    Origin::Builtin => "the built-in tools".to_string(),
-                    Origin::File(p) => p.display().to_string(),
-                    Origin::Native => "a function registered from Rust".to_string(),
-                },
-            });
-        }
-        tools.insert(name.to_string(), entry);
-        Ok(())
+            })
+        })
     }
 
     /// Adds a middleware layer under its name unless a tool or another
     /// middleware has it (tools and middleware share `[grants.NAME]`).
     pub(crate) fn insert_middleware(
         &self,
-        insert: impl FnOnce() -> Result<crate::middleware::MiddlewareInfo, LoadError>,
+        insert: impl FnOnce() -> Result<crate::execution::middleware::MiddlewareInfo, LoadError>,
         name: &str,
         label: &str,
-    ) -> Result<crate::middleware::MiddlewareInfo, LoadError> {
+    ) -> Result<crate::execution::middleware::MiddlewareInfo, LoadError> {
         // Held while inserting, so no tool of that name can appear meanwhile.
-        let tools = self.inner.tools.read().unwrap_or_else(|p| p.into_inner());
+        let tools = self.inner.tools.read();
         if tools.contains_key(name) {
             return Err(LoadError::NameClash {
                 source_name: label.to_string(),
@@ -330,24 +333,24 @@ impl Toolhost {
     /// Removes a tool, loaded or not yet loaded (nothing is loaded to remove
     /// it); returns whether it was registered.
     pub fn unload(&self, name: &str) -> bool {
-        self.inner.tools.write().unwrap_or_else(|p| p.into_inner()).remove(name).is_some()
+        self.inner.tools.remove(name)
     }
 
     /// Every registered tool's name, sorted, without loading any of them.
     pub fn names(&self) -> Vec<String> {
-        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect()
+        self.inner.tools.read().keys().cloned().collect()
     }
 
     /// Whether a tool named `name` is registered (loaded or not). Loads
     /// nothing.
     pub fn is_registered(&self, name: &str) -> bool {
-        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).contains_key(name)
+        self.inner.tools.read().contains_key(name)
     }
 
     /// Where the tool named `name` comes from (`None` when it is not
     /// registered). Loads nothing.
     pub fn origin(&self, name: &str) -> Option<Origin> {
-        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).get(name).map(|entry| entry.origin().clone())
+        self.inner.tools.read().get(name).map(|entry| entry.origin().clone())
     }
 
     /// Whether `name` is registered *and loaded*. A built-in is registered
@@ -356,7 +359,7 @@ impl Toolhost {
     /// function tools are loaded when registered. Loads nothing: this is how
     /// to observe (and test) that start-up loaded no built-in.
     pub fn is_loaded(&self, name: &str) -> bool {
-        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).get(name).is_some_and(ToolEntry::is_loaded)
+        self.inner.tools.read().get(name).is_some_and(Entry::is_loaded)
     }
 
     /// Every tool's metadata, sorted by name. Loads the tools not loaded yet,
@@ -366,8 +369,7 @@ impl Toolhost {
     /// and the error is that of the first failing tool by name (it names the
     /// tool and the cause); the failed one is tried again on its next use.
     pub async fn list(&self) -> Result<Vec<ToolInfo>, LoadError> {
-        let entries: Vec<ToolEntry> =
-            self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        let entries = self.inner.tools.entries();
         let mut infos = Vec::with_capacity(entries.len());
         let mut first_error = None;
         for entry in entries {
@@ -391,22 +393,14 @@ impl Toolhost {
 
     /// The loaded tool named `name`, loading it on first use.
     pub(crate) async fn tool(&self, name: &str) -> Result<Arc<LoadedTool>, LookupError> {
-        let entry = self
-            .inner
-            .tools
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
-            .ok_or_else(|| LookupError::Unknown(name.to_string()))?;
-        Ok(entry.get(&self.inner.runtime).await?)
+        self.inner.tools.get(name, &self.inner.runtime).await
     }
 
     /// Rules configured for tools that are not registered (worth a
     /// warning). Loads nothing.
     pub fn rules_for_unknown_tools(&self) -> Vec<String> {
         let rules = self.inner.rules.read().unwrap_or_else(|p| p.into_inner());
-        let tools = self.inner.tools.read().unwrap_or_else(|p| p.into_inner());
+        let tools = self.inner.tools.read();
         rules.tools_named().filter(|t| !tools.contains_key(*t)).map(str::to_string).collect()
     }
 
@@ -459,6 +453,12 @@ impl Toolhost {
         &self.inner.protected
     }
 
+    /// A middleware's own settings (`[middleware.NAME]`) as JSON text;
+    /// `{}` when none.
+    pub fn middleware_config(&self, name: &str) -> String {
+        self.inner.middleware_configs.get(name).cloned().unwrap_or_else(|| "{}".to_string())
+    }
+
     /// A tool's own settings (`[tools.NAME]`) as JSON; `{}` when none.
     pub fn tool_config(&self, tool: &str) -> serde_json::Value {
         self.inner.tool_configs.get(tool).cloned().unwrap_or_else(|| serde_json::json!({}))
@@ -497,28 +497,6 @@ impl Toolhost {
         })
     }
 
-    /// A fresh instance of `tool` (loading the tool on first use) with its
-    /// full grants, for running `call` once a decision allowed it. For
-    /// permission checks use [`Toolhost::decision_instance`].
-    pub async fn instantiate(
-        &self,
-        tool: &str,
-        session: Option<Arc<AgentState>>,
-        output: mpsc::Sender<Chunk>,
-    ) -> Result<CallableTool> {
-        let loaded = self.tool(tool).await?;
-        self.instantiate_loaded(&loaded, session, output, Phase::Call).await
-    }
-
-    /// A fresh instance of `tool` with no capability at all (no files, no
-    /// processes, no agent state, output discarded), for the permission
-    /// exports. It may be reused for many checks.
-    pub async fn decision_instance(&self, tool: &str) -> Result<CallableTool> {
-        let loaded = self.tool(tool).await?;
-        let (tx, _rx) = mpsc::channel(1);
-        self.instantiate_loaded(&loaded, None, tx, Phase::Decide).await
-    }
-
     /// The active backend.
     pub(crate) fn backend(&self) -> Arc<dyn Backend> {
         self.inner.backend.clone()
@@ -530,265 +508,14 @@ impl Toolhost {
     }
 
     /// The middleware registry.
-    pub(crate) fn middleware_registry(&self) -> &crate::middleware::Registry {
+    pub(crate) fn middleware_registry(&self) -> &MiddlewareRegistry {
         &self.inner.middleware
     }
-
-    /// Evaluates the permission engine for one call without running it.
-    pub async fn check(
-        &self,
-        tool: &str,
-        input: &serde_json::Value,
-        ctx: &permission::Context,
-        rules: &RuleSet,
-    ) -> Result<Decision> {
-        let loaded = self.tool(tool).await?;
-        validate_input(&loaded, input).map_err(anyhow::Error::msg)?;
-        let (tx, _rx) = mpsc::channel(1);
-        let mut instance = self.instantiate_loaded(&loaded, None, tx, Phase::Decide).await?;
-        Ok(permission::evaluate(&mut instance, &input.to_string(), ctx, rules).await)
-    }
-
-    /// Starts a call and returns its event stream.
-    ///
-    /// The call starts when the stream is first polled ([`CallStream::next`]
-    /// runs it as a task; [`CallStream::finish`] runs it in the caller's
-    /// task, which saves a thread hop per event).
-    pub fn call(&self, request: CallRequest) -> CallStream {
-        let (tx, rx) = mpsc::channel(64);
-        let host = self.clone();
-        let run = async move {
-            let id = request.id.clone();
-            let response = host.run_call(request, &tx).await;
-            if let Some(mut response) = response {
-                response.id = id;
-                let _ = tx.send(CallEvent::Finished(response)).await;
-            }
-        };
-        CallStream { rx, pending: Some(Box::pin(run)) }
-    }
-
-    /// Runs one call end to end; `None` when it stopped for external execution.
-    async fn run_call(&self, request: CallRequest, events: &mpsc::Sender<CallEvent>) -> Option<ToolResponse> {
-        // Refusals before any guest code runs still stream as a chunk, so a
-        // caller that only prints chunks shows them.
-        let fail = async |text: String| {
-            let chunk = Chunk::text(text, ResultState::Error);
-            let _ = events.send(CallEvent::Chunk(chunk.clone())).await;
-            Some(ToolResponse::from_chunk(&request.id, chunk))
-        };
-        let loaded = match self.tool(&request.tool).await {
-            Ok(loaded) => loaded,
-            Err(LookupError::Unknown(_)) => {
-                return fail(format!("ToolNotFoundError: {}", unknown_tool(&request.tool))).await;
-            }
-            Err(LookupError::Load(e)) => return fail(format!("could not load tool '{}': {e}", request.tool)).await,
-        };
-        let input: serde_json::Value = match serde_json::from_str(&request.input) {
-            Ok(v) => v,
-            Err(e) => return fail(format!("Input for tool '{}' is not valid JSON: {e}", request.tool)).await,
-        };
-        if let Err(message) = validate_input(&loaded, &input) {
-            return fail(message).await;
-        }
-        let input_text = input.to_string();
-        // The decision runs in an instance with no capability; what it
-        // emits goes nowhere.
-        let (discard, _) = mpsc::channel::<Chunk>(1);
-        let mut decider = match self.instantiate_loaded(&loaded, None, discard, Phase::Decide).await {
-            Ok(i) => i,
-            Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
-        };
-
-        let mode = request.mode.unwrap_or(self.mode());
-        let permit = Permit { call_id: request.id.clone(), mode, events: events.clone() };
-        let phase = match self.decide(&mut decider, &permit, &input, &input_text).await {
-            Verdict::Allow(phase) => phase,
-            Verdict::Deny(decision) => return Some(denied(&request.id, decision.message)),
-            Verdict::UserDenied(_) => {
-                let text = format!(
-                    "<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>",
-                    request.tool
-                );
-                return Some(denied(&request.id, text));
-            }
-            Verdict::Gone => return None,
-        };
-
-        if loaded.info.external {
-            let call = ExternalCall {
-                kind: "REQUIRE_EXTERNAL_EXECUTION".into(),
-                call_id: request.id.clone(),
-                tool: request.tool.clone(),
-                input,
-                result_metadata_schema: loaded.info.result_metadata_schema.clone(),
-            };
-            let _ = events.send(CallEvent::ExternalExecution(call)).await;
-            return None;
-        }
-
-        drop(decider);
-        // `call` gets the grants, in a fresh instance: read-only ones when
-        // the tool's own read-only claim is what allowed the call.
-        let (out_tx, mut out_rx) = mpsc::channel::<Chunk>(32);
-        let instance = match self.instantiate_loaded(&loaded, request.session.clone(), out_tx.clone(), phase).await {
-            Ok(i) => i,
-            Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
-        };
-        // The middleware chain attached to the tool (if any) wraps `call`.
-        let chain = crate::middleware::run_chain(
-            self.clone(),
-            loaded.clone(),
-            instance,
-            input,
-            input_text,
-            request.session.clone(),
-            permit,
-            out_tx,
-            phase,
-        );
-        let mut response = ToolResponse::new(&request.id);
-        let forward = async {
-            while let Some(chunk) = out_rx.recv().await {
-                response.append(chunk.clone());
-                let _ = events.send(CallEvent::Chunk(chunk)).await;
-            }
-        };
-        // Guest and forwarding share this task: a chunk reaches the caller
-        // without a hop through another worker thread. The channel closes
-        // when the chain drops its instances.
-        let (outcome, ()) = tokio::join!(chain, forward);
-        let closing = match outcome {
-            Ok(Ok(())) => None,
-            Ok(Err(tool_error)) => Some(tool_error_text(&tool_error)),
-            Err(failure) => Some(format!("Error: {failure}")),
-        };
-        if let Some(text) = closing {
-            let chunk = Chunk::text(text, ResultState::Error);
-            response.append(chunk.clone());
-            let _ = events.send(CallEvent::Chunk(chunk)).await;
-        }
-        Some(response)
-    }
-
-    /// The permission step of a call: runs the whole engine
-    /// ([`permission::evaluate`]) for `input` on `instance` with the call's
-    /// mode, the rules in force and the tool's context, and sends an ask to
-    /// the caller as a [`CallEvent::PermissionRequest`] (an unanswered or
-    /// dropped request is a denial). The first decision of a call and the
-    /// re-check of an input a middleware rewrote both go through here.
-    pub(crate) async fn decide(
-        &self,
-        instance: &mut CallableTool,
-        permit: &Permit,
-        input: &serde_json::Value,
-        input_text: &str,
-    ) -> Verdict {
-        let tool = instance.name().to_owned();
-        let ctx = self.permission_context(&tool, permit.mode);
-        let rules = self.rules();
-        let decision = permission::evaluate(instance, input_text, &ctx, &rules).await;
-        // A call allowed because the tool said it only reads runs with
-        // read-only grants: the claim is not believed any further.
-        let phase = if decision.read_only { Phase::ReadOnlyCall } else { Phase::Call };
-        match decision.behavior {
-            Behavior::Allow => Verdict::Allow(phase),
-            Behavior::Deny => Verdict::Deny(Box::new(decision)),
-            Behavior::Ask | Behavior::Passthrough => {
-                let (reply, answer) = oneshot::channel();
-                let asked = decision.message.clone();
-                let prompt = PermissionRequest {
-                    call_id: permit.call_id.clone(),
-                    tool: tool.clone(),
-                    input: input.clone(),
-                    decision,
-                    reply,
-                };
-                if permit.events.send(CallEvent::PermissionRequest(prompt)).await.is_err() {
-                    return Verdict::Gone;
-                }
-                match answer.await.unwrap_or(PermissionAnswer::Deny) {
-                    PermissionAnswer::AllowOnce => Verdict::Allow(phase),
-                    PermissionAnswer::AllowAndRemember(rules) => {
-                        for rule in rules {
-                            if let Err(e) = self.remember_rule(rule.clone()) {
-                                let failed = CallEvent::RememberFailed { rule, message: format!("{e:#}") };
-                                let _ = permit.events.send(failed).await;
-                            }
-                        }
-                        Verdict::Allow(phase)
-                    }
-                    PermissionAnswer::Deny => Verdict::UserDenied(asked),
-                }
-            }
-        }
-    }
-
-    /// Turns the result an external executor reports into the call's
-    /// response, validating its metadata against the tool's schema.
-    pub fn complete_external(&self, call: &ExternalCall, result: ExternalResult) -> Result<ToolResponse> {
-        if let Some(schema) = &call.result_metadata_schema {
-            let validator = jsonschema::validator_for(schema)
-                .map_err(|e| anyhow::anyhow!("the tool's result schema is invalid: {e}"))?;
-            let metadata = serde_json::Value::Object(result.metadata.clone());
-            if let Some(e) = validator.iter_errors(&metadata).next() {
-                bail!(
-                    "the result metadata for {} does not match its schema at `{}`: {e}",
-                    call.tool,
-                    e.instance_path()
-                );
-            }
-        }
-        let mut chunk = Chunk::text(result.output, result.state.unwrap_or(ResultState::Success));
-        chunk.metadata = result.metadata;
-        Ok(ToolResponse::from_chunk(call.call_id.clone(), chunk))
-    }
 }
 
-/// What a call's permission step needs to decide (and ask) again later in
-/// the call: a middleware's rewritten input is decided like the original.
-#[derive(Clone)]
-pub(crate) struct Permit {
-    /// The call id, for the ask.
-    pub(crate) call_id: String,
-    /// The call's mode.
-    pub(crate) mode: Mode,
-    /// Where an ask goes (the call's event stream).
-    pub(crate) events: mpsc::Sender<CallEvent>,
-}
-
-/// The outcome of [`Toolhost::decide`].
-pub(crate) enum Verdict {
-    /// Run it, with the grants of this phase.
-    Allow(Phase),
-    /// Refused by the engine (the decision says why).
-    Deny(Box<Decision>),
-    /// The caller answered an ask with a denial (or could not be asked);
-    /// the engine's message of the ask.
-    UserDenied(String),
-    /// The caller went away before answering an ask.
-    Gone,
-}
-
-fn unknown_tool(name: &str) -> String {
-    LookupError::Unknown(name.to_string()).to_string()
-}
-
-fn denied(id: &str, message: String) -> ToolResponse {
-    ToolResponse::from_chunk(id, Chunk::text(message, ResultState::Denied))
-}
-
-/// The text of a typed tool error, for the model.
-pub fn tool_error_text(e: &ToolError) -> String {
-    match e {
-        ToolError::InvalidInput(m) => format!("Error: invalid input: {m}"),
-        ToolError::Denied(m) => format!("Error: {m}"),
-        ToolError::NotFound(m) => format!("Error: not found: {m}"),
-        ToolError::Timeout(m) => format!("Error: timed out: {m}"),
-        ToolError::Io(m) => format!("Error: {m}"),
-        ToolError::Unsupported(m) => format!("Error: unsupported: {m}"),
-        ToolError::Internal(m) => format!("Error: internal error in the tool: {m}"),
-    }
+/// A registry entry for an embedded built-in, loaded on first use.
+fn builtin_entry(builtin: &'static Builtin) -> Entry<LoadedTool> {
+    Entry::lazy(Origin::Builtin, Box::new(move |runtime| Box::pin(load_builtin(runtime, builtin))))
 }
 
 /// The working directories as a permission context lists them: each as

@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{ToolEntry, Toolhost};
-use crate::builtin::{self, BUILTINS, Builtin, TOOL_NAMES};
+use super::{Toolhost, builtin_entry};
+use crate::catalog::builtin::{self, BUILTINS, Builtin, TOOL_NAMES};
+use crate::catalog::function::FunctionTool;
+use crate::catalog::tool::{LoadError, LookupError, Origin};
 use crate::events::PermissionAnswer;
-use crate::function::FunctionTool;
+use crate::execution::component::load_builtin;
 use crate::permission::Mode;
 use crate::response::ResultState;
 use crate::settings::Settings;
-use crate::tool::{LoadError, LookupError, Origin};
 use crate::toolhost::CallRequest;
 
 /// A host over a fresh working directory, sharing the tests' compile cache.
@@ -105,7 +106,7 @@ async fn every_builtin_loads_under_its_registered_name() {
     }
     // And each one directly, through the loader that checks the name.
     for b in BUILTINS {
-        let tool = builtin::load(host.runtime(), b).await.unwrap_or_else(|e| panic!("{}: {e}", b.name));
+        let tool = load_builtin(host.runtime(), b).await.unwrap_or_else(|e| panic!("{}: {e}", b.name));
         assert_eq!(tool.info.name, b.name);
     }
 }
@@ -116,7 +117,7 @@ async fn a_builtin_reporting_another_name_is_a_load_error_that_spares_the_others
     let bash = builtin::find("Bash").expect("Bash is a built-in");
     let misnamed = Builtin { name: "Shell", ..*bash };
 
-    let err = builtin::load(host.runtime(), &misnamed).await.err().expect("the name must be checked");
+    let err = load_builtin(host.runtime(), &misnamed).await.err().expect("the name must be checked");
     assert!(matches!(err, LoadError::BuiltinNameMismatch { .. }), "{err}");
     let text = err.to_string();
     assert!(
@@ -127,7 +128,7 @@ async fn a_builtin_reporting_another_name_is_a_load_error_that_spares_the_others
     // Registered lazily, it fails when first needed, with the same error,
     // every time it is needed, and no other tool is affected.
     let leaked: &'static Builtin = Box::leak(Box::new(misnamed));
-    host.register("Shell", ToolEntry::builtin(leaked), "test").expect("Shell is free");
+    host.register("Shell", builtin_entry(leaked), "test").expect("Shell is free");
     assert!(host.is_registered("Shell") && !host.is_loaded("Shell"));
     for _ in 0..2 {
         let err = host.describe("Shell").await.expect_err("Shell cannot load");

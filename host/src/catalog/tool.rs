@@ -1,22 +1,15 @@
-//! Loading a tool component: checking that a file is a component of our
-//! world and version, compiling it (through the cache), asking it for its
-//! metadata, and validating that metadata.
+//! What a tool is: its metadata ([`ToolInfo`]), where it came from
+//! ([`Origin`]), the checks its metadata must pass ([`validate_metadata`])
+//! and why loading or finding one fails ([`LoadError`], [`LookupError`]).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
-use wasmtime::component::Component;
 
 use crate::capability::Declared;
-use crate::instance::ToolInstance;
-use crate::runtime::bindings::tool::ToolComponentPre;
 use crate::runtime::bindings::wit_types as wit;
-use crate::runtime::{CacheOutcome, Runtime};
 
-/// The WIT package versions this host loads.
-pub const SUPPORTED_WIT_VERSIONS: &[&str] = &["0.1.0"];
+pub use super::component::SUPPORTED_WIT_VERSIONS;
 
 /// Where a tool came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -27,7 +20,7 @@ pub enum Origin {
     /// A plugin file.
     File(PathBuf),
     /// Registered from Rust by the embedding program (a
-    /// [`FunctionTool`](crate::function::FunctionTool) or a native middleware).
+    /// [`FunctionTool`](super::function::FunctionTool) or a native middleware).
     Native,
 }
 
@@ -156,9 +149,9 @@ pub enum LoadError {
         existing: String,
     },
     /// A built-in's metadata reports a name other than the one it is
-    /// registered under ([`crate::builtin::TOOL_NAMES`]).
+    /// registered under ([`super::builtin::TOOL_NAMES`]).
     #[error(
-        "built-in tool {registered} (guest crate tool-{crate_name}) reports the name '{reported}' in its metadata, but it is registered as '{registered}' by TOOL_NAMES in host/src/builtin.rs; make the two agree and rebuild toolhost"
+        "built-in tool {registered} (guest crate tool-{crate_name}) reports the name '{reported}' in its metadata, but it is registered as '{registered}' by TOOL_NAMES in host/src/catalog/builtin.rs; make the two agree and rebuild toolhost"
     )]
     BuiltinNameMismatch {
         /// The name it is registered under.
@@ -184,140 +177,6 @@ pub enum LookupError {
     Load(#[from] LoadError),
 }
 
-/// A tool ready to be instantiated for calls.
-pub struct LoadedTool {
-    /// Its metadata.
-    pub info: ToolInfo,
-    pub(crate) kind: ToolKind,
-    pub(crate) validator: Arc<jsonschema::Validator>,
-    /// Its grants in each phase, computed on first use by the host that
-    /// holds it.
-    pub(crate) grants: std::sync::OnceLock<crate::capability::PhaseGrants>,
-}
-
-/// What runs a loaded tool's calls.
-pub(crate) enum ToolKind {
-    /// A component, instantiated afresh for every call.
-    Component(ToolComponentPre<crate::runtime::CallState>),
-    /// A native function registered by the embedder.
-    Function(Arc<crate::function::FunctionTool>),
-}
-
-/// What [`load_component`] reports besides the tool.
-pub struct LoadReport {
-    /// The tool.
-    pub tool: LoadedTool,
-    /// What the compile cache did.
-    pub cache: CacheOutcome,
-    /// The interfaces the component imports.
-    pub imports: Vec<String>,
-}
-
-/// Validates, compiles and introspects a component. `label` names it in
-/// errors (a path, or `built-in bash`).
-pub async fn load_component(
-    runtime: &Runtime,
-    bytes: &[u8],
-    origin: Origin,
-    label: &str,
-) -> Result<LoadReport, LoadError> {
-    load_component_with_hash(runtime, bytes, origin, label, None).await
-}
-
-/// [`load_component`] with the SHA-256 of `bytes` already known (the
-/// built-ins' hashes are computed at build time).
-pub async fn load_component_with_hash(
-    runtime: &Runtime,
-    bytes: &[u8],
-    origin: Origin,
-    label: &str,
-    sha256: Option<&str>,
-) -> Result<LoadReport, LoadError> {
-    check_header(bytes, label)?;
-    let sha256 = sha256.map(str::to_string).unwrap_or_else(|| hex::encode(Sha256::digest(bytes)));
-    let (component, cache) = runtime.compile(bytes).map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
-    let wit_version = check_exports(runtime, &component, label, ComponentKind::Tool)?;
-    let imports: Vec<String> =
-        component.component_type().imports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
-    let pre = runtime
-        .tool_linker()
-        .instantiate_pre(&component)
-        .map_err(|e| LoadError::UnknownImport(label.into(), format!("{e:#}")))?;
-    let pre = ToolComponentPre::new(pre).map_err(|e| LoadError::WrongWorld(label.into(), format!("{e:#}")))?;
-    let metadata = ToolInstance::probe(runtime, &pre, label)
-        .await
-        .map_err(|e| LoadError::Instantiate(label.into(), format!("{e:#}")))?;
-    let (info, validator) = validate_metadata(metadata, origin, wit_version, sha256, label)?;
-    Ok(LoadReport {
-        tool: LoadedTool {
-            info,
-            kind: ToolKind::Component(pre),
-            validator: Arc::new(validator),
-            grants: Default::default(),
-        },
-        cache,
-        imports,
-    })
-}
-
-/// Checks the `\0asm` header and that the file is a component, not a core
-/// module (shared by the tool and middleware loaders).
-pub(crate) fn check_header(bytes: &[u8], label: &str) -> Result<(), LoadError> {
-    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
-        return Err(LoadError::NotWasm(label.into()));
-    }
-    // Core modules are version 1; components use the layer field (bytes 6-7).
-    if bytes[4..8] == [1, 0, 0, 0] {
-        return Err(LoadError::CoreModule(label.into()));
-    }
-    Ok(())
-}
-
-/// Which world a component is expected to implement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ComponentKind {
-    /// `tool-component`: exports `toolhost:tool/tool`.
-    Tool,
-    /// `middleware-component`: exports `toolhost:tool/middleware`.
-    Middleware,
-}
-
-/// Checks that a component exports the interface of `expected` at a
-/// supported version, and returns that version. A tool where a middleware
-/// is expected (or the reverse) gets an error saying how to load it.
-pub(crate) fn check_exports(
-    runtime: &Runtime,
-    component: &Component,
-    label: &str,
-    expected: ComponentKind,
-) -> Result<String, LoadError> {
-    let ty = component.component_type();
-    let names: Vec<String> = ty.exports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
-    for name in &names {
-        let (kind, version) = if let Some(v) = name.strip_prefix("toolhost:tool/tool@") {
-            (ComponentKind::Tool, v)
-        } else if let Some(v) = name.strip_prefix("toolhost:tool/middleware@") {
-            (ComponentKind::Middleware, v)
-        } else {
-            continue;
-        };
-        match (kind, expected) {
-            (ComponentKind::Middleware, ComponentKind::Tool) => return Err(LoadError::Middleware(label.into())),
-            (ComponentKind::Tool, ComponentKind::Middleware) => return Err(LoadError::NotMiddleware(label.into())),
-            _ => {}
-        }
-        if SUPPORTED_WIT_VERSIONS.contains(&version) {
-            return Ok(version.to_string());
-        }
-        return Err(LoadError::UnsupportedVersion(label.into(), version.into(), SUPPORTED_WIT_VERSIONS.join(", ")));
-    }
-    let listed = if names.is_empty() { "nothing".to_string() } else { names.join(", ") };
-    Err(match expected {
-        ComponentKind::Tool => LoadError::WrongWorld(label.into(), listed),
-        ComponentKind::Middleware => LoadError::MiddlewareWrongWorld(label.into(), listed),
-    })
-}
-
 /// The longest description a tool or middleware may declare, in bytes.
 pub const MAX_DESCRIPTION_BYTES: usize = 64 << 10;
 /// The longest input (or result-metadata) schema a tool may declare, in
@@ -331,7 +190,7 @@ pub const MAX_PATH_BYTES: usize = 4096;
 
 /// Refuses a metadata field longer than `limit` bytes, naming the field
 /// and the limit.
-pub(crate) fn check_text_size(field: &str, text: &str, limit: usize) -> Result<(), String> {
+pub fn check_text_size(field: &str, text: &str, limit: usize) -> Result<(), String> {
     if text.len() > limit {
         return Err(format!("its {field} is {} bytes, more than the limit of {limit} bytes; shorten it", text.len()));
     }
@@ -375,12 +234,7 @@ pub(crate) fn validate_metadata(
 ) -> Result<(ToolInfo, jsonschema::Validator), LoadError> {
     let bad = |msg: String| LoadError::Metadata(label.into(), msg);
     check_metadata_size(&m).map_err(bad)?;
-    if m.name.is_empty()
-        || !m.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        || m.name.len() > 64
-    {
-        return Err(bad(format!("tool name '{}' must be 1-64 characters of A-Z, a-z, 0-9, _ or -", m.name)));
-    }
+    super::name::check_name("tool", &m.name).map_err(bad)?;
     let schema: serde_json::Value = serde_json::from_str(&m.input_schema)
         .map_err(|e| bad(format!("the input schema of '{}' is not JSON: {e}", m.name)))?;
     if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
@@ -426,24 +280,4 @@ pub(crate) fn validate_metadata(
         sha256,
     };
     Ok((info, validator))
-}
-
-/// Validates `input` against the tool's schema; the error names the field
-/// (as a JSON pointer) and the rule it breaks.
-pub fn validate_input(tool: &LoadedTool, input: &serde_json::Value) -> Result<(), String> {
-    let errors: Vec<String> = tool
-        .validator
-        .iter_errors(input)
-        .take(3)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            let at = if at.is_empty() { "the input".to_string() } else { format!("`{at}`") };
-            format!("{at}: {e}")
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("Input validation failed for tool '{}': {}", tool.info.name, errors.join("; ")))
-    }
 }

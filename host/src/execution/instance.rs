@@ -8,9 +8,10 @@ use anyhow::anyhow;
 use tokio::sync::mpsc;
 use wasmtime::Store;
 
+use super::callable::Callable;
 use crate::backend::Backend;
 use crate::capability::Grants;
-use crate::permission::{self, Behavior, PolicyTool, Rule, ToolVerdict};
+use crate::permission::{self, Behavior, Rule, ToolVerdict};
 use crate::response::Chunk;
 use crate::runtime::bindings::tool::{ToolComponent, ToolComponentPre};
 use crate::runtime::bindings::wit_types as wit;
@@ -44,14 +45,6 @@ pub struct ToolInstance {
     /// every time, and converting it (the tool configuration as JSON text)
     /// costs more than comparing it. Boxed: most instances never check.
     last_context: Option<Box<(permission::Context, wit::PermissionContext)>>,
-}
-
-/// Why a guest entry failed.
-#[derive(Debug, thiserror::Error)]
-pub enum EntryError {
-    /// The guest trapped, panicked, ran out of memory or time.
-    #[error(transparent)]
-    Guest(#[from] GuestFailure),
 }
 
 impl ToolInstance {
@@ -247,9 +240,26 @@ fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     }
 }
 
-impl PolicyTool for ToolInstance {
+#[async_trait::async_trait]
+impl Callable for ToolInstance {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn rearm(&mut self, limits: &Limits) {
+        ToolInstance::rearm(self, limits)
+    }
+
+    fn failed(&self) -> bool {
+        self.failed
+    }
+
+    fn redirect(&mut self, output: mpsc::Sender<Chunk>, deadline: Deadline) {
+        ToolInstance::redirect(self, output, deadline)
+    }
+
+    async fn call(self: Box<Self>, input: &str) -> Result<Result<(), wit::ToolError>, GuestFailure> {
+        ToolInstance::call(*self, input).await
     }
 
     async fn check_read_only(&mut self, input: &str) -> anyhow::Result<bool> {

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use futures::future::join_all;
 use serde::Serialize;
 
+use super::{CallRequest, Toolhost};
 use crate::events::{CallEvent, ExternalCall, PermissionAnswer, PermissionRequest};
 use crate::response::ToolResponse;
-use crate::toolhost::{CallRequest, Toolhost};
 
 /// Answers permission prompts during a batch.
 pub type Answerer = Arc<dyn Fn(&PermissionRequest) -> PermissionAnswer + Send + Sync>;

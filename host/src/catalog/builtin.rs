@@ -5,12 +5,11 @@
 //! is loaded (compiled through the cache, asked for its metadata) the first
 //! time something needs it. The name comes from one place, [`TOOL_NAMES`]:
 //! the build script pairs every component with it at compile time (a guest
-//! crate missing from the table is a compile error), and [`load`] refuses a
+//! crate missing from the table is a compile error), and the loader refuses a
 //! component whose metadata reports another name
-//! ([`LoadError::BuiltinNameMismatch`]).
-
-use crate::runtime::Runtime;
-use crate::tool::{LoadError, LoadedTool, Origin, load_component_with_hash};
+//! ([`LoadError::BuiltinNameMismatch`](super::tool::LoadError::BuiltinNameMismatch)).
+//! Loading one is the execution layer's job
+//! ([`crate::execution::component::load_builtin`]).
 
 /// One embedded built-in tool component.
 #[derive(Debug, Clone, Copy)]
@@ -56,7 +55,7 @@ const fn tool_name(crate_name: &str) -> &'static str {
         }
         i += 1;
     }
-    panic!("a crate in guest-tools/tools has no tool name: add it to TOOL_NAMES in host/src/builtin.rs")
+    panic!("a crate in guest-tools/tools has no tool name: add it to TOOL_NAMES in host/src/catalog/builtin.rs")
 }
 
 const fn str_eq(a: &str, b: &str) -> bool {
@@ -82,21 +81,4 @@ include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 #[cfg(test)]
 pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
     BUILTINS.iter().find(|b| b.name == name)
-}
-
-/// Loads a built-in: compiles it (through the cache), asks it for its
-/// metadata and checks that it reports the name it is registered under.
-pub async fn load(runtime: &Runtime, builtin: &Builtin) -> Result<LoadedTool, LoadError> {
-    let label = format!("built-in tool {}", builtin.name);
-    let report =
-        load_component_with_hash(runtime, builtin.bytes, Origin::Builtin, &label, Some(builtin.sha256)).await?;
-    if report.tool.info.name != builtin.name {
-        return Err(LoadError::BuiltinNameMismatch {
-            registered: builtin.name.to_string(),
-            crate_name: builtin.crate_name.to_string(),
-            reported: report.tool.info.name,
-        });
-    }
-    tracing::debug!("loaded {label} (compile cache: {:?})", report.cache);
-    Ok(report.tool)
 }

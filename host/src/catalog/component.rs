@@ -1,0 +1,69 @@
+//! What a component must be before anything runs it: a WebAssembly
+//! component (not a core module) that exports the tool or the middleware
+//! interface at a WIT version this host supports.
+
+use wasmtime::component::Component;
+
+use super::tool::LoadError;
+use crate::runtime::Runtime;
+
+/// The WIT package versions this host loads.
+pub const SUPPORTED_WIT_VERSIONS: &[&str] = &["0.1.0"];
+
+/// Checks the `\0asm` header and that the file is a component, not a core
+/// module (shared by the tool and middleware loaders).
+pub fn check_header(bytes: &[u8], label: &str) -> Result<(), LoadError> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(LoadError::NotWasm(label.into()));
+    }
+    // Core modules are version 1; components use the layer field (bytes 6-7).
+    if bytes[4..8] == [1, 0, 0, 0] {
+        return Err(LoadError::CoreModule(label.into()));
+    }
+    Ok(())
+}
+
+/// Which world a component is expected to implement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComponentKind {
+    /// `tool-component`: exports `toolhost:tool/tool`.
+    Tool,
+    /// `middleware-component`: exports `toolhost:tool/middleware`.
+    Middleware,
+}
+
+/// Checks that a component exports the interface of `expected` at a
+/// supported version, and returns that version. A tool where a middleware
+/// is expected (or the reverse) gets an error saying how to load it.
+pub fn check_exports(
+    runtime: &Runtime,
+    component: &Component,
+    label: &str,
+    expected: ComponentKind,
+) -> Result<String, LoadError> {
+    let ty = component.component_type();
+    let names: Vec<String> = ty.exports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
+    for name in &names {
+        let (kind, version) = if let Some(v) = name.strip_prefix("toolhost:tool/tool@") {
+            (ComponentKind::Tool, v)
+        } else if let Some(v) = name.strip_prefix("toolhost:tool/middleware@") {
+            (ComponentKind::Middleware, v)
+        } else {
+            continue;
+        };
+        match (kind, expected) {
+            (ComponentKind::Middleware, ComponentKind::Tool) => return Err(LoadError::Middleware(label.into())),
+            (ComponentKind::Tool, ComponentKind::Middleware) => return Err(LoadError::NotMiddleware(label.into())),
+            _ => {}
+        }
+        if SUPPORTED_WIT_VERSIONS.contains(&version) {
+            return Ok(version.to_string());
+        }
+        return Err(LoadError::UnsupportedVersion(label.into(), version.into(), SUPPORTED_WIT_VERSIONS.join(", ")));
+    }
+    let listed = if names.is_empty() { "nothing".to_string() } else { names.join(", ") };
+    Err(match expected {
+        ComponentKind::Tool => LoadError::WrongWorld(label.into(), listed),
+        ComponentKind::Middleware => LoadError::MiddlewareWrongWorld(label.into(), listed),
+    })
+}

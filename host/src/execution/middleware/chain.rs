@@ -1,0 +1,423 @@
+//! One call's chain: the middleware layers attached to the tool, outermost
+//! first, the tool's `call` innermost. Each `next.run` is validated, decided
+//! again when the input changed, and run as its own task; failures are
+//! blamed on the layer responsible ([`super::failure`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::FutureExt as _;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::failure::{CallFailure, LayerFailure, LayerResult, MiddlewareFault};
+use super::loader::LoadedMiddleware;
+use super::native::{MiddlewareOutput, NativeMiddleware, Next};
+use super::registry::Layer;
+use crate::capability::Phase;
+use crate::catalog::tool::ToolInfo;
+use crate::execution::callable::CallableTool;
+use crate::execution::function::panic_text;
+use crate::execution::host::{ExecutionHost, Permit, Verdict};
+use crate::execution::instance::with_deadline;
+use crate::execution::loaded::{LoadedTool, validate_input};
+use crate::response::Chunk;
+use crate::runtime::bindings::wit_types::{self as wit, ToolError};
+use crate::runtime::failure::GuestFailure;
+use crate::runtime::imports::chain::{ChainRunner, InnerOutcome, NextHandler};
+use crate::runtime::store::{CallSetup, Deadline, OutputSink, new_store};
+use crate::runtime::{CallState, Limits};
+use crate::state::AgentState;
+
+/// Room a middleware's output cap leaves above the call's cap, so that a
+/// middleware forwarding a tool's output that was already cut (content up
+/// to the cap plus the truncation note) is not itself blamed for flooding.
+const FORWARDING_SLACK: u64 = 4096;
+
+/// One call's chain: the layers, the tool, and what went wrong where.
+struct Chain {
+    host: Arc<dyn ExecutionHost>,
+    tool: Arc<LoadedTool>,
+    layers: Vec<Layer>,
+    session: Option<Arc<AgentState>>,
+    deadline: Deadline,
+    limits: Limits,
+    /// The call instance made after the decision, used for the first run
+    /// of the tool when that run's input was decided into the same phase.
+    first: Mutex<Option<CallableTool>>,
+    /// The phase `first` was made for.
+    phase: Phase,
+    /// Failures of inner layers: (position, failure, was waiting).
+    failures: Mutex<Vec<(usize, LayerFailure)>>,
+    /// Inner layers running as tasks.
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// How to decide (and ask about) a rewritten input, as the call's
+    /// first decision was made.
+    permit: Permit,
+    /// The inputs the permission engine allowed for this call (the original
+    /// first), each with the phase its decision gives the tool's `call`: an
+    /// input passed to `next.run` that is not among them is decided again
+    /// before anything inside runs.
+    allowed: Mutex<Vec<(serde_json::Value, Phase)>>,
+}
+
+/// The link from a middleware at some position to the layers inside it.
+pub(crate) struct Link {
+    chain: Arc<Chain>,
+    position: usize,
+    pub(super) waiting: Arc<AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl ChainRunner for Link {
+    async fn run(
+        &self,
+        input: String,
+        output: mpsc::Sender<Chunk>,
+    ) -> Result<oneshot::Receiver<InnerOutcome>, ToolError> {
+        self.chain.start(self.position, input, output).await
+    }
+}
+
+/// Runs one call through the middleware attached to its tool, the tool's
+/// `call` innermost; `instance` is the tool's call instance (made after the
+/// decision, with the grants of `phase`), `input` the allowed input (as a
+/// value and as text), `permit` how to decide a rewritten input, and
+/// `output` where the outermost layer's chunks go. Without middleware this
+/// is exactly `instance.call(input)`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run_chain<H: ExecutionHost + Clone>(
+    host: &H,
+    tool: Arc<LoadedTool>,
+    mut instance: CallableTool,
+    input: serde_json::Value,
+    input_text: String,
+    session: Option<Arc<AgentState>>,
+    permit: Permit,
+    output: mpsc::Sender<Chunk>,
+    phase: Phase,
+) -> Result<InnerOutcome, CallFailure> {
+    let layers = host.middleware().chain_for(&tool.info.name)?;
+    if layers.is_empty() {
+        drop(output);
+        return Ok(instance.call(&input_text).await?);
+    }
+    let limits = host.limits();
+    let deadline = Deadline::for_limits(&limits);
+    // Until its run, the first instance must not hold the caller's channel open.
+    let (parked, _) = mpsc::channel(1);
+    instance.redirect(parked, deadline.clone());
+    let chain = Arc::new(Chain {
+        host: Arc::new(host.clone()),
+        tool,
+        layers,
+        session,
+        deadline,
+        limits,
+        first: Mutex::new(Some(instance)),
+        phase,
+        failures: Mutex::new(Vec::new()),
+        tasks: Mutex::new(Vec::new()),
+        permit,
+        allowed: Mutex::new(vec![(input, phase)]),
+    });
+    let result = chain.run_layer(0, input_text, output, phase).await;
+    let outcome = chain.settle(result).await;
+    chain.first.lock().unwrap_or_else(|p| p.into_inner()).take();
+    outcome
+}
+
+impl Chain {
+    /// Validates `input`, decides it again if it differs from every input
+    /// already allowed for this call, and starts the layers from `position`
+    /// inward as a task with the canonical text of the decided value; inner failures are recorded and reported to the
+    /// caller layer as a [`ToolError`].
+    async fn start(
+        self: &Arc<Self>,
+        position: usize,
+        input: String,
+        output: mpsc::Sender<Chunk>,
+    ) -> Result<oneshot::Receiver<InnerOutcome>, ToolError> {
+        let value: serde_json::Value = serde_json::from_str(&input).map_err(|e| {
+            ToolError::InvalidInput(format!(
+                "the input passed to next.run for tool '{}' is not JSON: {e}",
+                self.tool.info.name
+            ))
+        })?;
+        validate_input(&self.tool, &value).map_err(ToolError::InvalidInput)?;
+        // What is decided, and what the inner layers and the tool get, is the
+        // value's canonical text, not the middleware's: a guest's JSON parser
+        // may read duplicate keys or big numbers differently from the host's.
+        let input = value.to_string();
+        let phase = self.recheck(position, value, &input).await?;
+        let (tx, rx) = oneshot::channel();
+        let chain = self.clone();
+        let task = tokio::spawn(async move {
+            let outcome = match chain.run_layer(position, input, output, phase).await {
+                Ok(outcome) => outcome,
+                Err(failure) => {
+                    let error = failure.failure.as_tool_error();
+                    chain.failures.lock().unwrap_or_else(|p| p.into_inner()).push((position, failure));
+                    Err(error)
+                }
+            };
+            let _ = tx.send(outcome);
+        });
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner()).push(task);
+        Ok(rx)
+    }
+
+    /// Runs the permission engine again for an input the middleware at
+    /// `position - 1` passed on, unless the call already allowed exactly
+    /// that value (compared as JSON values, not text). The decision runs on
+    /// an instance of its own; an ask goes to the caller like the first
+    /// one, and the time spent waiting for the answer is added to the
+    /// call's deadline. Returns the phase the tool's `call` gets for this
+    /// input (read-only grants when its read-only claim allowed it).
+    async fn recheck(&self, position: usize, value: serde_json::Value, text: &str) -> Result<Phase, ToolError> {
+        if let Some((_, phase)) =
+            self.allowed.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|(allowed, _)| *allowed == value)
+        {
+            return Ok(*phase);
+        }
+        let middleware = self.layers.get(position.wrapping_sub(1)).map(Layer::name).unwrap_or_default();
+        let tool = &self.tool.info.name;
+        let (parked, _) = mpsc::channel(1);
+        let mut instance = self.host.instantiate(&self.tool, None, parked, Phase::Decide).await.map_err(|e| {
+            ToolError::Internal(format!("could not start tool '{tool}' to check the rewritten input: {e:#}"))
+        })?;
+        let started = std::time::Instant::now();
+        let verdict = self.host.decide(&mut instance, &self.permit, &value, text).await;
+        self.deadline.postpone(started.elapsed());
+        match verdict {
+            Verdict::Allow(phase) => {
+                self.allowed.lock().unwrap_or_else(|p| p.into_inner()).push((value, phase));
+                Ok(phase)
+            }
+            Verdict::Deny(decision) => Err(ToolError::Denied(format!(
+                "middleware '{middleware}' passed a rewritten input to '{tool}' that the permission engine refused: {}",
+                refusal_text(&decision)
+            ))),
+            Verdict::UserDenied(asked) => Err(ToolError::Denied(format!(
+                "middleware '{middleware}' passed a rewritten input to '{tool}' that needs permission ({asked}), and it was denied (or nobody could be asked)"
+            ))),
+            Verdict::Gone => Err(ToolError::Denied(format!(
+                "middleware '{middleware}' passed a rewritten input to '{tool}' and nobody answered the permission request"
+            ))),
+        }
+    }
+
+    /// Runs the layer at `position` (the tool when past the last
+    /// middleware, with the grants of `phase`, what `input` was decided to).
+    async fn run_layer(
+        self: &Arc<Self>,
+        position: usize,
+        input: String,
+        output: mpsc::Sender<Chunk>,
+        phase: Phase,
+    ) -> LayerResult {
+        let Some(layer) = self.layers.get(position) else {
+            return self.run_tool(input, output, phase).await;
+        };
+        let waiting = Arc::new(AtomicBool::new(false));
+        let link = Arc::new(Link { chain: self.clone(), position: position + 1, waiting: waiting.clone() });
+        match layer {
+            Layer::Component(mw) => self.run_component(mw, link, input, output, self.middleware_phase(phase)).await,
+            Layer::Native(mw) => self.run_native(mw.as_ref(), link, input, output).await,
+        }
+    }
+
+    async fn run_tool(&self, input: String, output: mpsc::Sender<Chunk>, phase: Phase) -> LayerResult {
+        let first =
+            if phase == self.phase { self.first.lock().unwrap_or_else(|p| p.into_inner()).take() } else { None };
+        let mut instance = match first {
+            Some(instance) => instance,
+            None => match self.host.instantiate(&self.tool, self.session.clone(), output.clone(), phase).await {
+                Ok(instance) => instance,
+                Err(e) => {
+                    return Err(LayerFailure {
+                        failure: CallFailure::Tool(GuestFailure::Trap { message: format!("{e:#}") }),
+                        waiting: false,
+                    });
+                }
+            },
+        };
+        instance.redirect(output, self.deadline.clone());
+        instance.call(&input).await.map_err(|f| LayerFailure { failure: CallFailure::Tool(f), waiting: false })
+    }
+
+    /// The phase a middleware instance's grants are shaped for: read-only
+    /// when the call, or the input this layer is given, was allowed only
+    /// as read-only (a middleware must not write where the tool may not).
+    fn middleware_phase(&self, phase: Phase) -> Phase {
+        if self.phase == Phase::ReadOnlyCall || phase == Phase::ReadOnlyCall {
+            Phase::ReadOnlyCall
+        } else {
+            Phase::Call
+        }
+    }
+
+    /// The limits of a middleware store: the call's, with room to forward
+    /// an already-cut output.
+    fn middleware_limits(&self) -> Limits {
+        Limits { max_output_bytes: self.limits.max_output_bytes.saturating_add(FORWARDING_SLACK), ..self.limits }
+    }
+
+    fn fault(&self, name: &str, fault: MiddlewareFault, waiting: bool) -> LayerFailure {
+        LayerFailure { failure: CallFailure::Middleware { name: name.to_string(), fault }, waiting }
+    }
+
+    async fn run_component(
+        &self,
+        mw: &LoadedMiddleware,
+        link: Arc<Link>,
+        input: String,
+        output: mpsc::Sender<Chunk>,
+        phase: Phase,
+    ) -> LayerResult {
+        let name = mw.info.name.as_str();
+        let limits = self.middleware_limits();
+        let mut state = CallState::new(CallSetup {
+            tool: Arc::from(name),
+            grants: Arc::new(self.host.middleware_grants(name).for_phase(phase)),
+            backend: self.host.backend(),
+            agent_state: Some(self.session.clone().unwrap_or_else(|| self.host.agent_state())),
+            limits,
+            deadline: self.deadline.clone(),
+            output,
+            tool_config: Some(self.host.middleware_config(name)),
+        });
+        let waiting = link.waiting.clone();
+        state.chain = Some(link.clone());
+        let mut store = new_store(self.host.runtime(), state);
+        let instance = match mw.pre.instantiate_async(&mut store).await {
+            Ok(i) => i,
+            Err(e) => return Err(self.fault(name, MiddlewareFault::Instantiate(format!("{e:#}")), false)),
+        };
+        let handler = match store.data_mut().table.push(NextHandler { runner: link, waiting: waiting.clone() }) {
+            Ok(h) => h,
+            Err(e) => return Err(self.fault(name, MiddlewareFault::Instantiate(format!("{e}")), false)),
+        };
+        let metadata = wit_metadata(&self.tool.info);
+        let result = with_deadline(
+            &self.deadline,
+            instance.toolhost_tool_middleware().call_on_tool_call(&mut store, &metadata, &input, handler),
+        )
+        .await;
+        let was_waiting = waiting.load(Ordering::Relaxed);
+        if store.data().sink.truncated() {
+            return Err(self.fault(name, MiddlewareFault::Flood { limit_bytes: limits.max_output_bytes }, false));
+        }
+        match result {
+            Some(Ok(outcome)) => Ok(outcome),
+            Some(Err(e)) => {
+                let tail = store.data().stderr_tail();
+                let timed_out = self.deadline.remaining().is_zero();
+                let failure = GuestFailure::classify(&e, &tail, timed_out, limits.timeout_ms, limits.max_memory_bytes);
+                Err(self.fault(name, MiddlewareFault::Guest(failure), was_waiting))
+            }
+            None => Err(self.fault(
+                name,
+                MiddlewareFault::Guest(GuestFailure::Timeout { limit_ms: limits.timeout_ms }),
+                was_waiting,
+            )),
+        }
+    }
+
+    async fn run_native(
+        &self,
+        mw: &dyn NativeMiddleware,
+        link: Arc<Link>,
+        input: String,
+        output: mpsc::Sender<Chunk>,
+    ) -> LayerResult {
+        let name = mw.name().to_string();
+        let limits = self.middleware_limits();
+        let waiting = link.waiting.clone();
+        let mut out = MiddlewareOutput { sink: OutputSink::new(output, limits.max_output_bytes) };
+        let next = Next { runner: link };
+        let call = std::panic::AssertUnwindSafe(mw.on_tool_call(&self.tool.info, input, next, &mut out)).catch_unwind();
+        let result = with_deadline(&self.deadline, call).await;
+        let was_waiting = waiting.load(Ordering::Relaxed);
+        if out.sink.truncated() {
+            return Err(self.fault(&name, MiddlewareFault::Flood { limit_bytes: limits.max_output_bytes }, false));
+        }
+        match result {
+            Some(Ok(outcome)) => Ok(outcome),
+            Some(Err(panic)) => {
+                let message = panic_text(&*panic);
+                Err(self.fault(&name, MiddlewareFault::Guest(GuestFailure::Panic { message }), false))
+            }
+            None => Err(self.fault(
+                &name,
+                MiddlewareFault::Guest(GuestFailure::Timeout { limit_ms: limits.timeout_ms }),
+                was_waiting,
+            )),
+        }
+    }
+
+    /// The call's result from the outermost layer's, blaming the layer
+    /// actually responsible: an outer layer that timed out while waiting
+    /// for its inner layers passes the blame inward, and a failed
+    /// middleware fails the call even if an outer one carried on.
+    async fn settle(&self, result: LayerResult) -> Result<InnerOutcome, CallFailure> {
+        let mut tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        let waited = matches!(&result, Err(f) if f.waiting);
+        if waited {
+            // Inner layers share the deadline, so they end about now.
+            let all = futures::future::join_all(tasks.iter_mut());
+            let _ = tokio::time::timeout(Duration::from_secs(2), all).await;
+        }
+        for task in &tasks {
+            task.abort();
+        }
+        let failures = std::mem::take(&mut *self.failures.lock().unwrap_or_else(|p| p.into_inner()));
+        match result {
+            Ok(outcome) => {
+                match failures.into_iter().find(|(_, f)| matches!(f.failure, CallFailure::Middleware { .. })) {
+                    Some((_, f)) => Err(f.failure),
+                    None => Ok(outcome),
+                }
+            }
+            Err(f) if f.waiting => {
+                let deepest = failures.into_iter().filter(|(_, f)| !f.waiting).max_by_key(|(position, _)| *position);
+                Err(deepest.map(|(_, inner)| inner.failure).unwrap_or(f.failure))
+            }
+            Err(f) => Err(f.failure),
+        }
+    }
+}
+
+/// A refusal's message with the rule and reason behind it.
+fn refusal_text(decision: &crate::permission::Decision) -> String {
+    let mut text = decision.message.clone();
+    if let Some(rule) = &decision.rule {
+        text.push_str(&format!(" (rule {rule})"));
+    }
+    if let Some(reason) = decision.reason.as_deref().filter(|r| !decision.message.contains(r)) {
+        text.push_str(&format!(" ({reason})"));
+    }
+    text
+}
+
+/// A tool's metadata as the WIT record a middleware receives.
+fn wit_metadata(info: &ToolInfo) -> wit::ToolMetadata {
+    wit::ToolMetadata {
+        name: info.name.clone(),
+        description: info.description.clone(),
+        input_schema: info.input_schema.to_string(),
+        concurrency_safe: info.concurrency_safe,
+        read_only: info.read_only,
+        external: info.external,
+        state_injected: info.state_injected,
+        mcp_origin: info.mcp_origin.clone(),
+        result_metadata_schema: info.result_metadata_schema.as_ref().map(|s| s.to_string()),
+        capabilities: wit::Capabilities {
+            fs_read: info.capabilities.fs_read.clone(),
+            fs_write: info.capabilities.fs_write.clone(),
+            process_exec: info.capabilities.process_exec,
+            network: info.capabilities.network,
+        },
+    }
+}

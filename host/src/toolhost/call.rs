@@ -1,0 +1,368 @@
+//! The call pipeline of the façade: lookup → parse → validate → decide (in
+//! an instance with no capability) → ask → (external tools stop here) → a
+//! fresh call instance with the grants → the middleware chain
+//! ([`crate::execution::middleware::chain`]) around `call` → chunks streamed
+//! and accumulated into the response.
+
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, bail};
+use futures::future::BoxFuture;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{CallRequest, ExternalResult, Toolhost};
+use crate::backend::Backend;
+use crate::capability::Grants;
+use crate::capability::Phase;
+use crate::catalog::tool::LookupError;
+use crate::events::{CallEvent, CallStream, ExternalCall, PermissionAnswer, PermissionRequest};
+use crate::execution::callable::CallableTool;
+use crate::execution::host::ExecutionHost;
+use crate::execution::host::{Permit, Verdict};
+use crate::execution::loaded::{LoadedTool, validate_input};
+use crate::execution::middleware::registry::Registry as MiddlewareRegistry;
+use crate::permission::{self, Behavior, Decision, PolicyTool as _, RuleSet};
+use crate::response::{Chunk, ResultState, ToolResponse};
+use crate::runtime::bindings::wit_types::ToolError;
+use crate::runtime::store::{CallSetup, Deadline};
+use crate::runtime::{Limits, Runtime};
+use crate::state::AgentState;
+
+impl Toolhost {
+    /// A fresh callable for `loaded` in `phase`, its output going to
+    /// `output`: a decision instance ([`Phase::Decide`]) gets no capability
+    /// and no agent state; a call instance gets the grants of its phase.
+    pub(crate) async fn instantiate_loaded(
+        &self,
+        loaded: &LoadedTool,
+        session: Option<Arc<AgentState>>,
+        output: mpsc::Sender<Chunk>,
+        phase: Phase,
+    ) -> Result<CallableTool> {
+        let limits = self.settings().limits;
+        let agent_state = match phase {
+            Phase::Decide => None,
+            Phase::ReadOnlyCall | Phase::Call => Some(session.unwrap_or_else(|| self.state().clone())),
+        };
+        let setup = CallSetup {
+            tool: Arc::from(loaded.info.name.as_str()),
+            grants: self.phase_grants(loaded, phase),
+            backend: self.backend(),
+            agent_state,
+            limits,
+            deadline: Deadline::for_limits(&limits),
+            output,
+            // The decision exports get the settings in their context; only
+            // `call` reads them from the environment.
+            tool_config: (phase != Phase::Decide).then(|| self.tool_config(&loaded.info.name).to_string()),
+        };
+        loaded
+            .kind
+            .instantiate(self.runtime(), setup)
+            .await
+            .with_context(|| format!("starting tool '{}'", loaded.info.name))
+    }
+
+    /// A fresh instance of `tool` (loading the tool on first use) with its
+    /// full grants, for running `call` once a decision allowed it. For
+    /// permission checks use [`Toolhost::decision_instance`].
+    pub async fn instantiate(
+        &self,
+        tool: &str,
+        session: Option<Arc<AgentState>>,
+        output: mpsc::Sender<Chunk>,
+    ) -> Result<CallableTool> {
+        let loaded = self.tool(tool).await?;
+        self.instantiate_loaded(&loaded, session, output, Phase::Call).await
+    }
+
+    /// A fresh instance of `tool` with no capability at all (no files, no
+    /// processes, no agent state, output discarded), for the permission
+    /// exports. It may be reused for many checks.
+    pub async fn decision_instance(&self, tool: &str) -> Result<CallableTool> {
+        let loaded = self.tool(tool).await?;
+        let (tx, _rx) = mpsc::channel(1);
+        self.instantiate_loaded(&loaded, None, tx, Phase::Decide).await
+    }
+
+    /// Evaluates the permission engine for one call without running it.
+    pub async fn check(
+        &self,
+        tool: &str,
+        input: &serde_json::Value,
+        ctx: &permission::Context,
+        rules: &RuleSet,
+    ) -> Result<Decision> {
+        let loaded = self.tool(tool).await?;
+        validate_input(&loaded, input).map_err(anyhow::Error::msg)?;
+        let (tx, _rx) = mpsc::channel(1);
+        let mut instance = self.instantiate_loaded(&loaded, None, tx, Phase::Decide).await?;
+        Ok(permission::evaluate(&mut instance, &input.to_string(), ctx, rules).await)
+    }
+
+    /// Starts a call and returns its event stream.
+    ///
+    /// The call starts when the stream is first polled ([`CallStream::next`]
+    /// runs it as a task; [`CallStream::finish`] runs it in the caller's
+    /// task, which saves a thread hop per event).
+    pub fn call(&self, request: CallRequest) -> CallStream {
+        let (tx, rx) = mpsc::channel(64);
+        let host = self.clone();
+        let run = async move {
+            let id = request.id.clone();
+            let response = host.run_call(request, &tx).await;
+            if let Some(mut response) = response {
+                response.id = id;
+                let _ = tx.send(CallEvent::Finished(response)).await;
+            }
+        };
+        CallStream { rx, pending: Some(Box::pin(run)) }
+    }
+
+    /// Runs one call end to end; `None` when it stopped for external execution.
+    async fn run_call(&self, request: CallRequest, events: &mpsc::Sender<CallEvent>) -> Option<ToolResponse> {
+        // Refusals before any guest code runs still stream as a chunk, so a
+        // caller that only prints chunks shows them.
+        let fail = async |text: String| {
+            let chunk = Chunk::text(text, ResultState::Error);
+            let _ = events.send(CallEvent::Chunk(chunk.clone())).await;
+            Some(ToolResponse::from_chunk(&request.id, chunk))
+        };
+        let loaded = match self.tool(&request.tool).await {
+            Ok(loaded) => loaded,
+            Err(LookupError::Unknown(_)) => {
+                return fail(format!("ToolNotFoundError: {}", unknown_tool(&request.tool))).await;
+            }
+            Err(LookupError::Load(e)) => return fail(format!("could not load tool '{}': {e}", request.tool)).await,
+        };
+        let input: serde_json::Value = match serde_json::from_str(&request.input) {
+            Ok(v) => v,
+            Err(e) => return fail(format!("Input for tool '{}' is not valid JSON: {e}", request.tool)).await,
+        };
+        if let Err(message) = validate_input(&loaded, &input) {
+            return fail(message).await;
+        }
+        let input_text = input.to_string();
+        // The decision runs in an instance with no capability; what it
+        // emits goes nowhere.
+        let (discard, _) = mpsc::channel::<Chunk>(1);
+        let mut decider = match self.instantiate_loaded(&loaded, None, discard, Phase::Decide).await {
+            Ok(i) => i,
+            Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
+        };
+
+        let mode = request.mode.unwrap_or(self.mode());
+        let permit = Permit { call_id: request.id.clone(), mode, events: events.clone() };
+        let phase = match self.decide(&mut decider, &permit, &input, &input_text).await {
+            Verdict::Allow(phase) => phase,
+            Verdict::Deny(decision) => return Some(denied(&request.id, decision.message)),
+            Verdict::UserDenied(_) => {
+                let text = format!(
+                    "<system-reminder>The execution of tool \"{}\" is denied by user!</system-reminder>",
+                    request.tool
+                );
+                return Some(denied(&request.id, text));
+            }
+            Verdict::Gone => return None,
+        };
+
+        if loaded.info.external {
+            let call = ExternalCall {
+                kind: "REQUIRE_EXTERNAL_EXECUTION".into(),
+                call_id: request.id.clone(),
+                tool: request.tool.clone(),
+                input,
+                result_metadata_schema: loaded.info.result_metadata_schema.clone(),
+            };
+            let _ = events.send(CallEvent::ExternalExecution(call)).await;
+            return None;
+        }
+
+        drop(decider);
+        // `call` gets the grants, in a fresh instance: read-only ones when
+        // the tool's own read-only claim is what allowed the call.
+        let (out_tx, mut out_rx) = mpsc::channel::<Chunk>(32);
+        let instance = match self.instantiate_loaded(&loaded, request.session.clone(), out_tx.clone(), phase).await {
+            Ok(i) => i,
+            Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
+        };
+        // The middleware chain attached to the tool (if any) wraps `call`.
+        let chain = crate::execution::middleware::chain::run_chain(
+            self,
+            loaded.clone(),
+            instance,
+            input,
+            input_text,
+            request.session.clone(),
+            permit,
+            out_tx,
+            phase,
+        );
+        let mut response = ToolResponse::new(&request.id);
+        let forward = async {
+            while let Some(chunk) = out_rx.recv().await {
+                response.append(chunk.clone());
+                let _ = events.send(CallEvent::Chunk(chunk)).await;
+            }
+        };
+        // Guest and forwarding share this task: a chunk reaches the caller
+        // without a hop through another worker thread. The channel closes
+        // when the chain drops its instances.
+        let (outcome, ()) = tokio::join!(chain, forward);
+        let closing = match outcome {
+            Ok(Ok(())) => None,
+            Ok(Err(tool_error)) => Some(tool_error_text(&tool_error)),
+            Err(failure) => Some(format!("Error: {failure}")),
+        };
+        if let Some(text) = closing {
+            let chunk = Chunk::text(text, ResultState::Error);
+            response.append(chunk.clone());
+            let _ = events.send(CallEvent::Chunk(chunk)).await;
+        }
+        Some(response)
+    }
+
+    /// The permission step of a call: runs the whole engine
+    /// ([`permission::evaluate`]) for `input` on `instance` with the call's
+    /// mode, the rules in force and the tool's context, and sends an ask to
+    /// the caller as a [`CallEvent::PermissionRequest`] (an unanswered or
+    /// dropped request is a denial). The first decision of a call and the
+    /// re-check of an input a middleware rewrote both go through here.
+    pub(crate) async fn decide(
+        &self,
+        instance: &mut CallableTool,
+        permit: &Permit,
+        input: &serde_json::Value,
+        input_text: &str,
+    ) -> Verdict {
+        let tool = instance.name().to_owned();
+        let ctx = self.permission_context(&tool, permit.mode);
+        let rules = self.rules();
+        let decision = permission::evaluate(instance, input_text, &ctx, &rules).await;
+        // A call allowed because the tool said it only reads runs with
+        // read-only grants: the claim is not believed any further.
+        let phase = if decision.read_only { Phase::ReadOnlyCall } else { Phase::Call };
+        match decision.behavior {
+            Behavior::Allow => Verdict::Allow(phase),
+            Behavior::Deny => Verdict::Deny(Box::new(decision)),
+            Behavior::Ask | Behavior::Passthrough => {
+                let (reply, answer) = oneshot::channel();
+                let asked = decision.message.clone();
+                let prompt = PermissionRequest {
+                    call_id: permit.call_id.clone(),
+                    tool: tool.clone(),
+                    input: input.clone(),
+                    decision,
+                    reply,
+                };
+                if permit.events.send(CallEvent::PermissionRequest(prompt)).await.is_err() {
+                    return Verdict::Gone;
+                }
+                match answer.await.unwrap_or(PermissionAnswer::Deny) {
+                    PermissionAnswer::AllowOnce => Verdict::Allow(phase),
+                    PermissionAnswer::AllowAndRemember(rules) => {
+                        for rule in rules {
+                            if let Err(e) = self.remember_rule(rule.clone()) {
+                                let failed = CallEvent::RememberFailed { rule, message: format!("{e:#}") };
+                                let _ = permit.events.send(failed).await;
+                            }
+                        }
+                        Verdict::Allow(phase)
+                    }
+                    PermissionAnswer::Deny => Verdict::UserDenied(asked),
+                }
+            }
+        }
+    }
+
+    /// Turns the result an external executor reports into the call's
+    /// response, validating its metadata against the tool's schema.
+    pub fn complete_external(&self, call: &ExternalCall, result: ExternalResult) -> Result<ToolResponse> {
+        if let Some(schema) = &call.result_metadata_schema {
+            let validator = jsonschema::validator_for(schema)
+                .map_err(|e| anyhow::anyhow!("the tool's result schema is invalid: {e}"))?;
+            let metadata = serde_json::Value::Object(result.metadata.clone());
+            if let Some(e) = validator.iter_errors(&metadata).next() {
+                bail!(
+                    "the result metadata for {} does not match its schema at `{}`: {e}",
+                    call.tool,
+                    e.instance_path()
+                );
+            }
+        }
+        let mut chunk = Chunk::text(result.output, result.state.unwrap_or(ResultState::Success));
+        chunk.metadata = result.metadata;
+        Ok(ToolResponse::from_chunk(call.call_id.clone(), chunk))
+    }
+}
+
+fn unknown_tool(name: &str) -> String {
+    LookupError::Unknown(name.to_string()).to_string()
+}
+
+fn denied(id: &str, message: String) -> ToolResponse {
+    ToolResponse::from_chunk(id, Chunk::text(message, ResultState::Denied))
+}
+
+/// The text of a typed tool error, for the model.
+pub fn tool_error_text(e: &ToolError) -> String {
+    match e {
+        ToolError::InvalidInput(m) => format!("Error: invalid input: {m}"),
+        ToolError::Denied(m) => format!("Error: {m}"),
+        ToolError::NotFound(m) => format!("Error: not found: {m}"),
+        ToolError::Timeout(m) => format!("Error: timed out: {m}"),
+        ToolError::Io(m) => format!("Error: {m}"),
+        ToolError::Unsupported(m) => format!("Error: unsupported: {m}"),
+        ToolError::Internal(m) => format!("Error: internal error in the tool: {m}"),
+    }
+}
+
+impl ExecutionHost for Toolhost {
+    fn runtime(&self) -> &Runtime {
+        Toolhost::runtime(self)
+    }
+
+    fn backend(&self) -> Arc<dyn Backend> {
+        Toolhost::backend(self)
+    }
+
+    fn agent_state(&self) -> Arc<AgentState> {
+        self.state().clone()
+    }
+
+    fn limits(&self) -> Limits {
+        self.settings().limits
+    }
+
+    fn middleware(&self) -> &MiddlewareRegistry {
+        self.middleware_registry()
+    }
+
+    fn middleware_grants(&self, name: &str) -> Grants {
+        Toolhost::middleware_grants(self, name)
+    }
+
+    fn middleware_config(&self, name: &str) -> String {
+        Toolhost::middleware_config(self, name)
+    }
+
+    fn instantiate<'a>(
+        &'a self,
+        tool: &'a LoadedTool,
+        session: Option<Arc<AgentState>>,
+        output: mpsc::Sender<Chunk>,
+        phase: Phase,
+    ) -> BoxFuture<'a, Result<CallableTool>> {
+        Box::pin(self.instantiate_loaded(tool, session, output, phase))
+    }
+
+    fn decide<'a>(
+        &'a self,
+        instance: &'a mut CallableTool,
+        permit: &'a Permit,
+        input: &'a serde_json::Value,
+        input_text: &'a str,
+    ) -> BoxFuture<'a, Verdict> {
+        Box::pin(Toolhost::decide(self, instance, permit, input, input_text))
+    }
+}

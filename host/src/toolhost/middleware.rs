@@ -1,0 +1,125 @@
+//! Middleware on the façade: loading, registering, attaching, replacing
+//! and unloading (the chain itself is [`crate::execution::middleware`]).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+
+use super::Toolhost;
+use crate::capability::{Declared, Grants};
+use crate::catalog::tool::Origin;
+use crate::execution::middleware::loader::check_name;
+use crate::execution::middleware::registry::Layer;
+use crate::execution::middleware::{MiddlewareInfo, NativeMiddleware, load_middleware_component};
+use crate::settings::EVERY_TOOL;
+
+impl Toolhost {
+    /// Loads a middleware component from a `.wasm` file. It runs for the
+    /// tools it is then attached to ([`Toolhost::attach`]).
+    pub async fn load_middleware(&self, path: &Path) -> Result<MiddlewareInfo> {
+        let bytes = std::fs::read(path).with_context(|| format!("reading middleware {}", path.display()))?;
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let label = path.display().to_string();
+        let loaded = load_middleware_component(self.runtime(), &bytes, Origin::File(abs), &label).await?;
+        let info = loaded.info.clone();
+        let name = info.name.clone();
+        let registry = self.middleware_registry();
+        Ok(self.insert_middleware(
+            || registry.insert(Layer::Component(Arc::new(loaded)), info, &label),
+            &name,
+            &label,
+        )?)
+    }
+
+    /// Registers a native Rust middleware under its [`NativeMiddleware::name`].
+    pub fn register_middleware(&self, middleware: Arc<dyn NativeMiddleware>) -> Result<MiddlewareInfo> {
+        let label = format!("native middleware {}", middleware.name());
+        check_name(middleware.name(), &label)?;
+        let info = MiddlewareInfo::native(middleware.as_ref());
+        let name = info.name.clone();
+        let registry = self.middleware_registry();
+        Ok(self.insert_middleware(|| registry.insert(Layer::Native(middleware), info, &label), &name, &label)?)
+    }
+
+    /// Attaches middleware to `tool` (or to every tool with `"*"`), after
+    /// any already attached: the first attached is outermost. Every name
+    /// must be loaded.
+    pub fn attach<I, S>(&self, tool: &str, names: I) -> Result<()>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let names: Vec<String> = names.into_iter().map(|n| n.as_ref().to_string()).collect();
+        {
+            let layers = self.middleware_registry().layers.read().unwrap_or_else(|p| p.into_inner());
+            for name in &names {
+                if !layers.contains_key(name) {
+                    let loaded: Vec<&str> = layers.keys().map(String::as_str).collect();
+                    anyhow::bail!(
+                        "cannot attach middleware '{name}' to '{tool}': no middleware of that name is loaded (loaded: {}); load it first (--middleware FILE, [middleware].files or Toolhost::load_middleware)",
+                        if loaded.is_empty() { "none".to_string() } else { loaded.join(", ") }
+                    );
+                }
+            }
+        }
+        if tool != EVERY_TOOL && !self.is_registered(tool) {
+            tracing::warn!("middleware attached to '{tool}', which is not loaded (yet)");
+        }
+        self.middleware_registry()
+            .attach
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(tool.to_string())
+            .or_default()
+            .extend(names);
+        Ok(())
+    }
+
+    /// Detaches every middleware from `tool` (or from `"*"`).
+    pub fn detach_all(&self, tool: &str) {
+        self.middleware_registry().attach.write().unwrap_or_else(|p| p.into_inner()).remove(tool);
+    }
+
+    /// Every loaded middleware, sorted by name.
+    pub fn middleware(&self) -> Vec<MiddlewareInfo> {
+        self.middleware_registry()
+            .layers
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .map(|(_, i)| i.clone())
+            .collect()
+    }
+
+    /// The names of the middleware that wrap `tool`'s calls, outermost first.
+    pub fn middleware_for(&self, tool: &str) -> Vec<String> {
+        self.middleware_registry().names_for(tool)
+    }
+
+    /// The grants of a middleware component: exactly what `[grants.NAME]`
+    /// (or `--grant NAME=...`) gives it, nothing by default.
+    pub fn middleware_grants(&self, name: &str) -> Grants {
+        let policy = self.settings().grants.get(name).cloned().unwrap_or_default();
+        let declared = Declared {
+            fs_read: policy.fs_read.clone(),
+            fs_write: policy.fs_write.clone(),
+            process_exec: policy.process_exec,
+            network: false,
+            state: policy.state,
+        };
+        Grants::intersect(name, &declared, &policy, self.working_dirs(), &[], false)
+    }
+
+    /// Loads `[middleware].files` and applies `[middleware.attach]`.
+    pub(crate) async fn load_configured_middleware(&self) -> Result<()> {
+        let config = self.settings().middleware.clone();
+        for file in &config.files {
+            self.load_middleware(file).await?;
+        }
+        for (tool, names) in &config.attach {
+            self.attach(tool, names).with_context(|| format!("[middleware.attach] {tool}"))?;
+        }
+        Ok(())
+    }
+}

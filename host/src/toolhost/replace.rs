@@ -1,0 +1,119 @@
+//! Swapping a loaded tool or middleware for a new version, and unloading
+//! middleware. A call takes the tool (and its chain's layers) as `Arc`s at
+//! its start, so a swap never disturbs it: calls already running finish on
+//! the old version, calls that start after the swap get the new one, and
+//! the name is registered throughout (no "tool not found" in between).
+//!
+//! The new version is loaded like a fresh one, before the swap, with no
+//! lock held: its metadata is probed with no grants, and its grants are
+//! computed from its own metadata and the settings the first time it is
+//! used. Nothing of the old version (grants, permission answers cached in
+//! an instance) carries over.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, bail};
+
+use super::Toolhost;
+use crate::catalog::function::FunctionTool;
+use crate::catalog::tool::{Origin, ToolInfo};
+use crate::execution::component::load_component;
+use crate::execution::function::load_function;
+use crate::execution::loaded::LoadedTool;
+use crate::execution::middleware::loader::check_name;
+use crate::execution::middleware::registry::Layer;
+use crate::execution::middleware::{MiddlewareInfo, NativeMiddleware, load_middleware_component};
+
+/// What [`Toolhost::replace`] or [`Toolhost::replace_middleware`] puts in
+/// place of a loaded tool or middleware.
+pub enum Replacement {
+    /// A component file (a plugin tool, or a middleware component).
+    File(PathBuf),
+    /// A native function tool.
+    Function(FunctionTool),
+    /// A native middleware.
+    Middleware(Arc<dyn NativeMiddleware>),
+}
+
+impl Replacement {
+    fn label(&self) -> String {
+        match self {
+            Replacement::File(path) => path.display().to_string(),
+            Replacement::Function(f) => format!("function tool {}", f.name()),
+            Replacement::Middleware(m) => format!("native middleware {}", m.name()),
+        }
+    }
+}
+
+impl Toolhost {
+    /// Replaces the tool registered as `name` (a built-in, a plugin or a
+    /// function tool) with `new`, atomically. `new` must report the same
+    /// name. Fails, changing nothing, when `name` is not registered, when
+    /// `new` cannot be loaded, or when it is a middleware.
+    pub async fn replace(&self, name: &str, new: Replacement) -> Result<ToolInfo> {
+        let label = new.label();
+        let tool: LoadedTool = match new {
+            Replacement::File(path) => {
+                let bytes = std::fs::read(&path).with_context(|| format!("reading plugin {}", path.display()))?;
+                let abs = std::path::absolute(&path).unwrap_or(path);
+                load_component(self.runtime(), &bytes, Origin::File(abs), &label).await?.tool
+            }
+            Replacement::Function(f) => load_function(f)?,
+            Replacement::Middleware(_) => {
+                bail!("cannot replace tool '{name}' with {label}: it is a middleware; use Toolhost::replace_middleware")
+            }
+        };
+        if tool.info.name != name {
+            bail!(
+                "cannot replace tool '{name}' with {label}: it reports the name '{}'; a replacement keeps the name (to rename, unload '{name}' and load the new one)",
+                tool.info.name
+            );
+        }
+        let info = tool.info.clone();
+        self.inner.tools.replace(name, Arc::new(tool))?;
+        Ok(info)
+    }
+
+    /// Replaces the middleware named `name` with `new` (a component file or
+    /// a native middleware), atomically: chains that start afterwards use
+    /// it, its attachments stay. `new` must report the same name.
+    pub async fn replace_middleware(&self, name: &str, new: Replacement) -> Result<MiddlewareInfo> {
+        let label = new.label();
+        let (layer, info) = match new {
+            Replacement::File(path) => {
+                let bytes = std::fs::read(&path).with_context(|| format!("reading middleware {}", path.display()))?;
+                let abs = std::path::absolute(&path).unwrap_or(path);
+                let loaded = load_middleware_component(self.runtime(), &bytes, Origin::File(abs), &label).await?;
+                let info = loaded.info.clone();
+                (Layer::Component(Arc::new(loaded)), info)
+            }
+            Replacement::Middleware(native) => {
+                check_name(native.name(), &label)?;
+                let info = MiddlewareInfo::native(native.as_ref());
+                (Layer::Native(native), info)
+            }
+            Replacement::Function(_) => {
+                bail!("cannot replace middleware '{name}' with {label}: it is a tool; use Toolhost::replace")
+            }
+        };
+        if info.name != name {
+            bail!(
+                "cannot replace middleware '{name}' with {label}: it reports the name '{}'; a replacement keeps the name",
+                info.name
+            );
+        }
+        self.middleware_registry()
+            .replace(layer, info)
+            .with_context(|| format!("cannot replace middleware '{name}': no middleware of that name is loaded"))
+    }
+
+    /// Unloads the middleware `name`; returns whether it was loaded. Its
+    /// attachments stay, so a tool it wraps fails its calls (naming it)
+    /// until it is loaded again or detached ([`Toolhost::detach_all`]):
+    /// a middleware may enforce a policy, and unloading it does not lift
+    /// that policy silently. Calls already running finish with it.
+    pub fn unload_middleware(&self, name: &str) -> bool {
+        self.middleware_registry().remove(name)
+    }
+}
