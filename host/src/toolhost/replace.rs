@@ -17,7 +17,7 @@ use anyhow::{Context as _, Result, bail};
 
 use super::Toolhost;
 use crate::catalog::function::FunctionTool;
-use crate::catalog::tool::{Origin, ToolInfo};
+use crate::catalog::tool::{LookupError, Origin, ToolInfo};
 use crate::execution::component::load_component;
 use crate::execution::function::load_function;
 use crate::execution::loaded::LoadedTool;
@@ -52,6 +52,9 @@ impl Toolhost {
     /// name. Fails, changing nothing, when `name` is not registered, when
     /// `new` cannot be loaded, or when it is a middleware.
     pub async fn replace(&self, name: &str, new: Replacement) -> Result<ToolInfo> {
+        if !self.is_registered(name) {
+            return Err(LookupError::Unknown(name.to_string()).into());
+        }
         let label = new.label();
         let tool: LoadedTool = match new {
             Replacement::File(path) => {
@@ -79,6 +82,9 @@ impl Toolhost {
     /// a native middleware), atomically: chains that start afterwards use
     /// it, its attachments stay. `new` must report the same name.
     pub async fn replace_middleware(&self, name: &str, new: Replacement) -> Result<MiddlewareInfo> {
+        if !self.middleware_registry().has(name) {
+            bail!("cannot replace middleware '{name}': no middleware of that name is loaded");
+        }
         let label = new.label();
         let (layer, info) = match new {
             Replacement::File(path) => {
