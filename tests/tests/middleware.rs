@@ -136,6 +136,39 @@ async fn retry_reruns_a_failing_tool_on_a_fresh_instance() {
     assert_eq!(r.metadata["retry"]["attempts"], 3);
 }
 
+/// `[middleware.retry] max_attempts` reaches the retry component (read
+/// from the settings file): 5 attempts on a tool that always fails, where
+/// the default is 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_takes_max_attempts_from_its_middleware_settings() {
+    let scratch = Scratch::new();
+    let file = scratch.work().join("toolhost.toml");
+    let text = format!(
+        "builtins = false\nplugins = [{:?}]\n[grants.Counter]\nstate = true\n\
+         [middleware]\nfiles = [{:?}]\n[middleware.attach]\nCounter = [\"retry\"]\n\
+         [middleware.retry]\nmax_attempts = 5\n",
+        guest("counter"),
+        example("retry")
+    );
+    std::fs::write(&file, text).unwrap();
+    let mut s = Settings::load(&file).unwrap();
+    let base = scratch.settings();
+    (s.permissions.working_dirs, s.cache_dir, s.state_dir) =
+        (base.permissions.working_dirs, base.cache_dir, base.state_dir);
+    assert_eq!(s.middleware.config("retry"), json!({"max_attempts": 5}));
+    let host = scratch.host(s).await;
+
+    let r = call(&host, "Counter", json!({"fail_until": 100}), PermissionAnswer::AllowOnce).await;
+    assert_eq!(r.state, ResultState::Error, "{r:?}");
+    assert_eq!(r.metadata["retry"]["attempts"], 5);
+    assert!(r.text().contains("transient failure on call 5"), "{}", r.text());
+
+    // A call that succeeds at once is not retried.
+    let r = call(&host, "Counter", json!({"fail_until": 0}), PermissionAnswer::AllowOnce).await;
+    assert_eq!(r.state, ResultState::Success, "{r:?}");
+    assert_eq!(r.metadata["retry"]["attempts"], 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rewrite_input_changes_what_the_tool_sees() {
     let scratch = Scratch::new();
