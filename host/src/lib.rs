@@ -12,6 +12,7 @@ pub mod backend;
 pub mod batch;
 pub mod builtin;
 pub mod capability;
+pub mod check_batch;
 pub mod escape;
 pub mod events;
 pub mod function;
