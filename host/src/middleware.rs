@@ -60,7 +60,6 @@ use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::backend::Backend;
 use crate::capability::{Declared, Grants, Phase};
 use crate::function::CallableTool;
 use crate::instance::with_deadline;
@@ -810,8 +809,8 @@ pub async fn load_middleware_component(
     let limits = runtime.probe_limits();
     let deadline = Deadline::new(limits.timeout(), Duration::ZERO);
     let (tx, _rx) = mpsc::channel(1);
-    let backend: Arc<dyn Backend> =
-        Arc::new(crate::backend::local::LocalBackend::new(std::env::temp_dir(), std::env::temp_dir()));
+    // No grant yet, and no backend either: every operation is refused.
+    let backend = crate::backend::DeniedBackend::shared();
     let state = CallState::new(CallSetup {
         tool: Arc::from(label),
         grants: Arc::new(Grants::none(label)),
