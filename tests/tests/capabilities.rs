@@ -403,7 +403,7 @@ async fn the_metadata_probe_gets_a_backend_that_refuses_everything() {
     for attempt in ["write", "read"] {
         assert!(outcome(attempt).contains("asked for its metadata gets no file or process operation"), "{report}");
     }
-    assert!(outcome("exec").starts_with("Denied"), "{report}");
+    assert!(outcome("exec").starts_with("ToolError::Denied("), "{report}");
     assert_eq!((outcome("cwd"), outcome("home")), ("/", "/"), "no host path: {report}");
     assert_eq!(std::fs::read_to_string(&canary).expect("canary"), "untouched");
     assert!(!dir.join("spawned").exists(), "a process ran");
