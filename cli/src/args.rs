@@ -92,6 +92,9 @@ pub struct Global {
     /// Compile cache directory [default: ~/.cache/toolhost]
     #[arg(long, global = true, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Where file and process operations run: a backend kind (local) [default: [backend] kind, else local]
+    #[arg(long, global = true, value_name = "KIND")]
+    pub backend: Option<String>,
     /// More log output on stderr (-v info, -vv debug)
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -153,6 +156,12 @@ impl Global {
         }
         if let Some(dir) = &self.cache_dir {
             s.cache_dir = Some(dir.clone());
+        }
+        if let Some(kind) = &self.backend
+            && *kind != s.backend.kind
+        {
+            // The file's options belong to the kind it names, not this one.
+            s.backend = toolhost::settings::BackendSettings { kind: kind.clone(), options: Default::default() };
         }
         Ok((s, path))
     }

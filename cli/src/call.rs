@@ -1,6 +1,6 @@
 //! `toolhost call` and `toolhost resume`.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -12,6 +12,7 @@ use toolhost::{CallEvent, CallRequest, ExternalCall, ExternalResult, PermissionA
 
 use super::args::{CallArgs, Global, ResumeArgs};
 use super::{ask_user, exit, prompt, shown};
+use crate::out::outln;
 
 pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
     let host = global.host().await?;
@@ -34,7 +35,7 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
     }
     let remember_target = prompt::remember_target(&host);
     let mut stream = host.call(request);
-    let mut stdout = std::io::stdout();
+    let mut stdout = crate::out::stdout();
     // Output on a terminal is shown with its control characters escaped;
     // piped, it is passed on byte for byte.
     let terminal = stdout.is_terminal();
@@ -160,9 +161,9 @@ pub async fn resume(global: &Global, args: ResumeArgs) -> Result<u8> {
     let result: ExternalResult = read_json_arg(&args.result, "result")?;
     let response: ToolResponse = host.complete_external(&event, result)?;
     if args.json {
-        println!("{}", serde_json::to_string(&response)?);
+        outln!("{}", serde_json::to_string(&response)?);
     } else {
-        println!("{}", response.text());
+        outln!("{}", response.text());
     }
     Ok(match response.state {
         ResultState::Success | ResultState::Running => exit::OK,

@@ -7,6 +7,7 @@ use toolhost::tool::{Origin, load_component};
 use super::args::{Global, InspectArgs};
 use super::exit;
 use super::shown::{block, line};
+use crate::out::outln;
 
 pub async fn inspect(global: &Global, args: InspectArgs) -> Result<u8> {
     let (settings, _) = global.settings()?;
@@ -23,22 +24,25 @@ pub async fn inspect(global: &Global, args: InspectArgs) -> Result<u8> {
         let mut value = serde_json::to_value(info)?;
         value["imports"] = serde_json::json!(report.imports);
         value["size_bytes"] = serde_json::json!(bytes.len());
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(exit::OK);
     }
-    println!("{}  ({} bytes)", args.file.display(), bytes.len());
-    println!("tool:          {}", line(&info.name));
-    println!("WIT:           toolhost:tool@{}", info.wit_version);
-    println!("sha256:        {}", info.sha256);
-    println!(
+    outln!("{}  ({} bytes)", args.file.display(), bytes.len());
+    outln!("tool:          {}", line(&info.name));
+    outln!("WIT:           toolhost:tool@{}", info.wit_version);
+    outln!("sha256:        {}", info.sha256);
+    outln!(
         "flags:         read-only {}, concurrency-safe {}, external {}, state-injected {}",
-        info.read_only, info.concurrency_safe, info.external, info.state_injected
+        info.read_only,
+        info.concurrency_safe,
+        info.external,
+        info.state_injected
     );
-    println!("capabilities:  {}", super::list::declared(info));
-    println!("imports:");
+    outln!("capabilities:  {}", super::list::declared(info));
+    outln!("imports:");
     for import in &report.imports {
-        println!("  {}", line(import));
+        outln!("  {}", line(import));
     }
-    println!("description:\n  {}", block(&info.description).replace('\n', "\n  "));
+    outln!("description:\n  {}", block(&info.description).replace('\n', "\n  "));
     Ok(exit::OK)
 }

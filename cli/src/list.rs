@@ -7,26 +7,27 @@ use toolhost::tool::{Origin, ToolInfo};
 use super::args::{DescribeArgs, Global, ListArgs};
 use super::exit;
 use super::shown::{block, line};
+use crate::out::outln;
 
 pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
     let host = global.host().await?;
     let tools = host.list().await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&tools)?);
+        outln!("{}", serde_json::to_string_pretty(&tools)?);
         return Ok(exit::OK);
     }
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
-    println!("{:width$}  {:5}  {:8}  {:8}  DESCRIPTION", "NAME", "FLAGS", "ORIGIN", "CAPS");
+    outln!("{:width$}  {:5}  {:8}  {:8}  DESCRIPTION", "NAME", "FLAGS", "ORIGIN", "CAPS");
     for t in &tools {
         let summary = t.description.lines().next().unwrap_or("");
         let summary: String = summary.chars().take(60).collect();
         let summary = line(&summary);
-        println!("{:width$}  {:5}  {:8}  {:8}  {summary}", line(&t.name), flags(t), origin(t), caps(t));
+        outln!("{:width$}  {:5}  {:8}  {:8}  {summary}", line(&t.name), flags(t), origin(t), caps(t));
     }
-    println!("\nflags: r read-only, c concurrency-safe, x external, s state-injected");
+    outln!("\nflags: r read-only, c concurrency-safe, x external, s state-injected");
     let middleware = host.middleware();
     if !middleware.is_empty() {
-        println!("\nMIDDLEWARE");
+        outln!("\nMIDDLEWARE");
         for m in &middleware {
             let tools: Vec<String> = tools
                 .iter()
@@ -36,7 +37,7 @@ pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
             let attached =
                 if tools.is_empty() { "not attached".to_string() } else { format!("on {}", tools.join(", ")) };
             let summary = line(m.description.lines().next().unwrap_or(""));
-            println!("{:width$}  {summary}  ({attached})", line(&m.name));
+            outln!("{:width$}  {summary}  ({attached})", line(&m.name));
         }
     }
     Ok(exit::OK)
@@ -52,30 +53,33 @@ pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
         Err(e) => return Err(e.into()),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&t)?);
+        outln!("{}", serde_json::to_string_pretty(&t)?);
         return Ok(exit::OK);
     }
     let grants = host.grants_for(&t);
-    println!("{}\n", line(&t.name));
-    println!("{}\n", block(&t.description));
-    println!(
+    outln!("{}\n", line(&t.name));
+    outln!("{}\n", block(&t.description));
+    outln!(
         "read-only: {}   concurrency-safe: {}   external: {}   state-injected: {}",
-        t.read_only, t.concurrency_safe, t.external, t.state_injected
+        t.read_only,
+        t.concurrency_safe,
+        t.external,
+        t.state_injected
     );
     let from = match &t.origin {
         Origin::Builtin => "built-in".to_string(),
         Origin::File(p) => p.display().to_string(),
         Origin::Native => "native (registered from Rust)".to_string(),
     };
-    println!("origin: {from}   WIT: toolhost:tool@{}   sha256: {}", t.wit_version, t.sha256);
-    println!("declared capabilities: {}", declared(&t));
+    outln!("origin: {from}   WIT: toolhost:tool@{}   sha256: {}", t.wit_version, t.sha256);
+    outln!("declared capabilities: {}", declared(&t));
     let roots: Vec<String> = grants
         .fs
         .roots()
         .iter()
         .map(|r| format!("{} ({})", line(&r.path.display().to_string()), if r.write { "rw" } else { "ro" }))
         .collect();
-    println!(
+    outln!(
         "granted: files [{}], exec {}, state {}",
         roots.join(", "),
         if grants.process_exec { "yes" } else { "no" },
@@ -83,9 +87,9 @@ pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
     );
     let layers = host.middleware_for(&t.name);
     if !layers.is_empty() {
-        println!("middleware (outermost first): {}", line(&layers.join(", ")));
+        outln!("middleware (outermost first): {}", line(&layers.join(", ")));
     }
-    println!("\ninput schema:\n{}", serde_json::to_string_pretty(&t.input_schema)?);
+    outln!("\ninput schema:\n{}", serde_json::to_string_pretty(&t.input_schema)?);
     Ok(exit::OK)
 }
 

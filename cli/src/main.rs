@@ -11,6 +11,7 @@ mod call;
 mod check;
 mod inspect;
 mod list;
+mod out;
 mod prompt;
 mod run;
 mod shown;

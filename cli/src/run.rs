@@ -11,6 +11,7 @@ use toolhost::{CallRequest, PermissionAnswer};
 use super::args::{Global, RunArgs};
 use super::call::{open_session, read_json_arg};
 use super::{exit, prompt};
+use crate::out::outln;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -64,7 +65,7 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<u8> {
     if let Some(state) = session {
         state.save()?;
     }
-    println!("{}", serde_json::to_string_pretty(&results)?);
+    outln!("{}", serde_json::to_string_pretty(&results)?);
     let code = results.iter().fold(exit::OK, |code, r| match r {
         BatchResult::Finished { response, .. } => match response.state {
             ResultState::Error | ResultState::Interrupted => code.max(exit::ERROR),

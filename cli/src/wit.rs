@@ -7,6 +7,7 @@ use toolhost::runtime::bindings::WIT_PACKAGE;
 
 use super::args::WitArgs;
 use super::exit;
+use crate::out::outln;
 
 pub fn wit(args: WitArgs) -> Result<u8> {
     match &args.out {
@@ -15,11 +16,11 @@ pub fn wit(args: WitArgs) -> Result<u8> {
             for (name, text) in WIT_PACKAGE {
                 let path = dir.join(name);
                 std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-                println!("{}", path.display());
+                outln!("{}", path.display());
             }
         }
         None => {
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = crate::out::stdout();
             for (name, text) in WIT_PACKAGE {
                 writeln!(stdout, "// ==> {name} <==")?;
                 stdout.write_all(text.as_bytes())?;

@@ -17,6 +17,7 @@
 pub mod backend;
 pub mod capability;
 pub mod catalog;
+pub mod check_batch;
 pub mod escape;
 pub mod events;
 pub mod execution;

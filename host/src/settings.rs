@@ -29,6 +29,9 @@
 //! [tools.Bash]                        # a tool's own settings
 //! dangerous_files = [".env", ".bashrc"]
 //!
+//! [backend]                           # where file and process operations run
+//! kind = "local"                      # see crate::backend::factory
+//!
 //! [middleware]                        # tool middleware (see crate::middleware)
 //! files = ["mw/retry.wasm"]
 //! [middleware.attach]                 # tool (or "*") -> names, outermost first
@@ -55,13 +58,55 @@ pub const SETTINGS_FILE: &str = "toolhost.toml";
 /// relative to the current directory.
 pub const OLD_SESSIONS_DIR: &str = ".toolhost/sessions";
 
-/// Which backend runs file and process operations.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BackendKind {
-    /// This machine, scoped by cap-std.
-    #[default]
-    Local,
+/// `[backend]`: which backend runs file and process operations.
+///
+/// ```toml
+/// [backend]
+/// kind = "local"      # the kinds registered in crate::backend::BackendFactories
+/// ```
+///
+/// Every other key of the table is an option of that kind, handed to its
+/// factory (the `local` kind takes none). The short form `backend = "local"`
+/// names the kind alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BackendSettings {
+    /// The kind of backend (default `local`).
+    pub kind: String,
+    /// The kind's own options: the other keys of the table.
+    #[serde(flatten)]
+    pub options: toml::Table,
+}
+
+impl Default for BackendSettings {
+    fn default() -> Self {
+        Self { kind: crate::backend::factory::LOCAL.to_string(), options: toml::Table::new() }
+    }
+}
+
+impl<'de> Deserialize<'de> for BackendSettings {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        match toml::Value::deserialize(deserializer)? {
+            toml::Value::String(kind) => Ok(Self { kind, options: toml::Table::new() }),
+            toml::Value::Table(mut options) => {
+                let kind = match options.remove("kind") {
+                    Some(toml::Value::String(kind)) => kind,
+                    Some(other) => {
+                        return Err(D::Error::custom(format!(
+                            "[backend] kind must be a string such as \"local\", not {}",
+                            other.type_str()
+                        )));
+                    }
+                    None => Self::default().kind,
+                };
+                Ok(Self { kind, options })
+            }
+            other => Err(D::Error::custom(format!(
+                "backend must be a table ([backend] kind = \"local\") or a kind name, not {}",
+                other.type_str()
+            ))),
+        }
+    }
 }
 
 /// The whole settings file.
@@ -84,8 +129,8 @@ pub struct Settings {
     pub limits: Limits,
     /// Each tool's own settings (`[tools.Bash]`), passed to the tool as JSON.
     pub tools: BTreeMap<String, toml::Table>,
-    /// The execution backend.
-    pub backend: BackendKind,
+    /// The execution backend (`[backend]`).
+    pub backend: BackendSettings,
     /// Where compiled components are cached (default: the user cache dir,
     /// see [`Settings::cache_dir`]).
     pub cache_dir: Option<PathBuf>,
@@ -194,7 +239,7 @@ impl Default for Settings {
             grants: BTreeMap::new(),
             limits: Limits::default(),
             tools: BTreeMap::new(),
-            backend: BackendKind::default(),
+            backend: BackendSettings::default(),
             cache_dir: None,
             state_dir: None,
             middleware: Default::default(),
@@ -398,6 +443,18 @@ mod tests {
         assert_eq!(s.middleware.config("logging"), serde_json::json!({}));
         let bad = toml::from_str::<Settings>("[middleware]\nfile = [\"r.wasm\"]\n").unwrap_err().to_string();
         assert!(bad.contains("unknown key") && bad.contains("[middleware.file]"), "{bad}");
+    }
+
+    #[test]
+    fn backend_is_a_table_or_a_kind_name() {
+        let parse = |text: &str| toml::from_str::<Settings>(text).map(|s| s.backend);
+        assert_eq!(parse("").unwrap(), BackendSettings::default());
+        assert_eq!(parse("[backend]\nkind = \"local\"\n").unwrap().kind, "local");
+        assert_eq!(parse("backend = \"docker\"\n").unwrap().kind, "docker");
+        let with_options = parse("[backend]\nkind = \"docker\"\nimage = \"debian\"\n").unwrap();
+        assert_eq!((with_options.kind.as_str(), with_options.options["image"].as_str()), ("docker", Some("debian")));
+        let err = parse("[backend]\nkind = 3\n").unwrap_err().to_string();
+        assert!(err.contains("kind must be a string"), "{err}");
     }
 
     #[test]

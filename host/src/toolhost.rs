@@ -29,8 +29,7 @@ use std::sync::{Arc, RwLock};
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::backend::Backend;
-use crate::backend::local::LocalBackend;
+use crate::backend::{Backend, BackendFactories, BackendSetup};
 use crate::capability::{Grants, Phase, PhaseGrants, Policy};
 use crate::catalog::builtin::Builtin;
 use crate::catalog::registry::{Entry, Registry};
@@ -113,6 +112,7 @@ pub struct ToolhostBuilder {
     settings: Settings,
     settings_path: Option<PathBuf>,
     backend: Option<Arc<dyn Backend>>,
+    factories: BackendFactories,
 }
 
 impl ToolhostBuilder {
@@ -130,6 +130,13 @@ impl ToolhostBuilder {
     /// Uses a custom backend instead of the one the settings name.
     pub fn backend(mut self, backend: Arc<dyn Backend>) -> Self {
         self.backend = Some(backend);
+        self
+    }
+
+    /// The backend kinds `[backend] kind` may name (default: the kinds
+    /// toolhost ships, [`BackendFactories::default`]).
+    pub fn backend_factories(mut self, factories: BackendFactories) -> Self {
+        self.factories = factories;
         self
     }
 
@@ -152,12 +159,17 @@ impl ToolhostBuilder {
             limits: settings.limits,
             disable_pooling: false,
         })?;
-        let home = std::env::var("HOME").unwrap_or_else(|_| "/".into());
-        let cwd = working_dirs[0].clone();
         let protected = Arc::new(settings.protected_paths(self.settings_path.as_deref()));
         let backend = match self.backend {
             Some(b) => b,
-            None => Arc::new(LocalBackend::new(cwd.clone(), PathBuf::from(&home)).with_protected(protected.clone())),
+            None => {
+                let setup = BackendSetup {
+                    cwd: &working_dirs[0],
+                    protected: protected.clone(),
+                    options: &settings.backend.options,
+                };
+                self.factories.make(&settings.backend.kind, &setup)?
+            }
         };
         let context_dirs = context_dirs(&working_dirs);
         let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
@@ -177,7 +189,6 @@ impl ToolhostBuilder {
                 tool_configs,
                 middleware_configs,
                 working_dirs,
-                home,
                 state: Arc::new(AgentState::new()),
                 settings_path: self.settings_path,
                 protected,
@@ -215,7 +226,6 @@ struct Inner {
     /// Each configured middleware's settings as JSON text, converted once.
     middleware_configs: BTreeMap<String, String>,
     working_dirs: Vec<PathBuf>,
-    home: String,
     state: Arc<AgentState>,
     settings_path: Option<PathBuf>,
     /// toolhost's own files, denied to every call that names them.
@@ -428,14 +438,15 @@ impl Toolhost {
     }
 
     /// The permission context for `tool` in `mode`: the working directories
-    /// (given and symlink-resolved), the backend cwd, home and the tool's
+    /// (given and symlink-resolved), the active backend's cwd and home (what
+    /// relative paths and `~` mean where the call would run) and the tool's
     /// settings.
     pub fn permission_context(&self, tool: &str, mode: Mode) -> permission::Context {
         permission::Context {
             mode,
             working_dirs: self.inner.context_dirs.clone(),
             cwd: self.inner.backend.cwd(),
-            home: self.inner.home.clone(),
+            home: self.inner.backend.home(),
             tool_config: self.tool_config(tool),
             protected: self.inner.protected.clone(),
         }

@@ -373,3 +373,38 @@ async fn a_granted_root_swapped_for_a_symlink_is_refused() {
     assert_eq!(names, ["keep.txt"], "the canary folder changed");
     assert_eq!(std::fs::read_to_string(canary.join("keep.txt")).unwrap(), "canary\n");
 }
+
+/// Issue 13: a component is asked for its metadata at load time, before any
+/// grant, and gets a backend that refuses everything there, even though the
+/// user granted it the canary's folder and processes (those are for its
+/// calls): nothing is written, read or run, and it is shown no path of the
+/// host machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metadata_probe_gets_a_backend_that_refuses_everything() {
+    let dir = Path::new("/tmp/toolhost-e2e-probe");
+    std::fs::create_dir_all(dir).expect("canary folder");
+    let canary = dir.join("canary");
+    std::fs::write(&canary, "untouched").expect("canary");
+    let _ = std::fs::remove_file(dir.join("spawned"));
+    let scratch = Scratch::new();
+    let mut s = scratch.settings();
+    s.builtins = false;
+    s.plugins.push(guest("probe-attack"));
+    let policy = s.grants.entry("ProbeAttack".into()).or_default();
+    for cap in ["fs-write:/tmp/toolhost-e2e-probe", "exec"] {
+        policy.add_grant(cap).expect("a valid grant");
+    }
+    let host = scratch.host(s).await;
+    let report = host.describe("ProbeAttack").await.expect("ProbeAttack loads").description;
+    let outcome = |attempt: &str| {
+        let prefix = format!("{attempt}: ");
+        report.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {attempt}: {report}"))
+    };
+    for attempt in ["write", "read"] {
+        assert!(outcome(attempt).contains("asked for its metadata gets no file or process operation"), "{report}");
+    }
+    assert!(outcome("exec").starts_with("ToolError::Denied("), "{report}");
+    assert_eq!((outcome("cwd"), outcome("home")), ("/", "/"), "no host path: {report}");
+    assert_eq!(std::fs::read_to_string(&canary).expect("canary"), "untouched");
+    assert!(!dir.join("spawned").exists(), "a process ran");
+}

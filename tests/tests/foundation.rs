@@ -263,3 +263,51 @@ fn cli_runs_the_example_plugin_from_its_file_and_inspects_it() {
         assert!(stdout.contains(expected), "missing {expected}: {stdout}");
     }
 }
+
+/// Issue 13: a reader that goes away (`toolhost list | head`) ends toolhost
+/// quietly: exit code 0 and no panic, whatever the command was printing.
+#[test]
+fn printing_into_a_closed_pipe_is_a_quiet_exit() {
+    use std::process::{Command, Stdio};
+    let scratch = Scratch::new();
+    for args in [&["list"][..], &["describe", "Read"], &["wit"]] {
+        let mut child = Command::new(toolhost_e2e::toolhost_bin())
+            .current_dir(scratch.work())
+            .arg("--cache-dir")
+            .arg(toolhost_e2e::root().join("target/test-cache"))
+            .args(args)
+            .env("HOME", scratch.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("running toolhost");
+        // The reading end closes before toolhost prints anything.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("waiting for toolhost");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}
+
+/// Issue 13: `[backend] kind` and `--backend` pick the backend from the
+/// registered kinds (the flag wins); an unknown kind is an error that lists
+/// the known ones.
+#[test]
+fn the_backend_setting_and_flag_pick_a_known_kind() {
+    let scratch = Scratch::new();
+    let out = scratch.cli(&["--no-builtins", "--backend", "docker", "list"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("unknown backend kind `docker`: the known kinds are `local`"), "{stderr}");
+
+    std::fs::write(scratch.work().join("toolhost.toml"), "[backend]\nkind = \"podman\"\n").expect("settings");
+    let out = scratch.cli(&["--no-builtins", "list"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("unknown backend kind `podman`"), "{stderr}");
+
+    let out = scratch.cli(&["--no-builtins", "--backend", "local", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+}

@@ -6,6 +6,8 @@
 //! calling tool; a backend must refuse any path outside it, and it is the only
 //! place where paths are resolved, so the capability check lives here once.
 
+pub mod denied;
+pub mod factory;
 pub mod local;
 pub mod scope;
 
@@ -13,6 +15,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+pub use denied::DeniedBackend;
+pub use factory::{BackendFactories, BackendSetup, MakeBackend};
 pub use scope::FsScope;
 
 /// The kind of a filesystem entry (mirrors WIT `entry-kind`).
@@ -218,9 +222,11 @@ pub enum OsFamily {
 pub trait Backend: Send + Sync + 'static {
     /// Which OS commands run on.
     fn os(&self) -> OsFamily;
-    /// The backend's working directory (absolute).
+    /// The backend's working directory (absolute): relative paths of tool
+    /// calls, and `cwd` of the permission context.
     fn cwd(&self) -> String;
-    /// The backend user's home directory (absolute).
+    /// The backend user's home directory (absolute): what `~` means to tool
+    /// calls and to the permission context (`home`).
     fn home(&self) -> String;
     /// Expands a leading `~` or `~/`.
     fn expand_user(&self, path: &str) -> String {

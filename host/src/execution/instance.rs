@@ -9,7 +9,6 @@ use tokio::sync::mpsc;
 use wasmtime::Store;
 
 use super::callable::Callable;
-use crate::backend::Backend;
 use crate::capability::Grants;
 use crate::permission::{self, Behavior, Rule, ToolVerdict};
 use crate::response::Chunk;
@@ -66,8 +65,8 @@ impl ToolInstance {
     ) -> anyhow::Result<wit::ToolMetadata> {
         let limits = runtime.probe_limits();
         let (tx, _rx) = mpsc::channel(1);
-        let backend: Arc<dyn Backend> =
-            Arc::new(crate::backend::local::LocalBackend::new(std::env::temp_dir(), std::env::temp_dir()));
+        // No grant yet, and no backend either: every operation is refused.
+        let backend = crate::backend::DeniedBackend::shared();
         let setup = CallSetup {
             tool: Arc::from(label),
             grants: Arc::new(Grants::none(label)),

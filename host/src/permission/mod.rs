@@ -20,10 +20,10 @@
 //! Rules are written as text: `Tool` or `Tool(content)` ([`Rule::parse`]), e.g.
 //! `Bash(npm run:*)`, `Edit(src/**)`, `Read(/etc/**)`.
 //!
-//! Submodules:
-//! - [`check`]: the JSON-lines protocol of `toolhost check --batch`;
-//! - [`settings`]: the `[permissions]` table of `toolhost.toml`, and
-//!   [`settings::remember_rule`] for "allow and remember".
+//! Submodule [`settings`]: the `[permissions]` table of `toolhost.toml`,
+//! and [`settings::remember_rule`] for "allow and remember". The JSON-lines
+//! protocol of `toolhost check --batch` and its work queue are
+//! [`crate::check_batch`], outside this pure engine.
 //!
 //! `docs/permissions.md` is the user-facing description, including where
 //! toolhost deliberately differs from AgentScope.
@@ -31,7 +31,6 @@
 mod engine;
 mod rule;
 
-pub mod check;
 pub mod settings;
 
 use std::fmt;
@@ -187,4 +186,4 @@ impl Default for Context {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,4 +1,6 @@
-//! Tests of the permission engine with fake tools (spec §4, §14).
+//! Tests of the permission engine with fake tools (spec §4, §14). The fake
+//! tools and helpers are `pub(crate)` for the tests of the layers above
+//! (`check_batch::wire`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -17,7 +19,7 @@ type Matcher = fn(&str, &serde_json::Value) -> bool;
 
 /// A scriptable tool. Every method call is logged in `log`.
 #[derive(Clone)]
-struct Fake {
+pub(crate) struct Fake {
     name: String,
     read_only: fn(&serde_json::Value) -> anyhow::Result<bool>,
     check: fn(&serde_json::Value, &Context) -> anyhow::Result<ToolVerdict>,
@@ -127,7 +129,7 @@ const READ_ONLY_COMMANDS: &[&str] = &["git status", "ls", "ls -a", "ls -la", "pw
 
 /// A Bash-like tool: a few read-only commands, safety asks for `rm` of
 /// dotfiles and `rm -rf /`, passthrough otherwise, `{2 words}:*` suggestions.
-fn bash() -> Fake {
+pub(crate) fn bash() -> Fake {
     let mut t = Fake::new("Bash");
     t.read_only = |i| Ok(READ_ONLY_COMMANDS.contains(&command(i)));
     t.check = |i, _| {
@@ -153,7 +155,7 @@ fn bash() -> Fake {
 /// A Write/Edit-like tool: safety ask for dotfiles outside working
 /// directories, allow inside working dirs in accept_edits/dont_ask,
 /// passthrough otherwise; `dirname/**` suggestions.
-fn writer(name: &str) -> Fake {
+pub(crate) fn writer(name: &str) -> Fake {
     let mut t = Fake::new(name);
     t.check = |i, ctx| {
         let p = file_path(i);
@@ -183,35 +185,35 @@ fn writer(name: &str) -> Fake {
 }
 
 /// A read-only tool (Read, Glob, Grep).
-fn reader(name: &str) -> Fake {
+pub(crate) fn reader(name: &str) -> Fake {
     let mut t = Fake::new(name);
     t.read_only = |_| Ok(true);
     t.matcher = |content, i| glob(content, file_path(i));
     t
 }
 
-fn ctx(mode: Mode) -> Context {
+pub(crate) fn ctx(mode: Mode) -> Context {
     Context { mode, cwd: "/tmp/project".into(), home: "/home/user".into(), ..Context::default() }
 }
 
-fn wd_ctx(mode: Mode) -> Context {
+pub(crate) fn wd_ctx(mode: Mode) -> Context {
     Context { working_dirs: vec!["/tmp/project".into()], ..ctx(mode) }
 }
 
-fn rules(allow: &[&str], deny: &[&str], ask: &[&str]) -> RuleSet {
+pub(crate) fn rules(allow: &[&str], deny: &[&str], ask: &[&str]) -> RuleSet {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     RuleSet::from_strings(&s(allow), &s(deny), &s(ask)).expect("valid rules")
 }
 
-fn run(tool: &mut Fake, input: serde_json::Value, ctx: &Context, rules: &RuleSet) -> Decision {
+pub(crate) fn run(tool: &mut Fake, input: serde_json::Value, ctx: &Context, rules: &RuleSet) -> Decision {
     block_on(evaluate(tool, &input.to_string(), ctx, rules))
 }
 
-fn cmd(c: &str) -> serde_json::Value {
+pub(crate) fn cmd(c: &str) -> serde_json::Value {
     json!({ "command": c })
 }
 
-fn fp(p: &str) -> serde_json::Value {
+pub(crate) fn fp(p: &str) -> serde_json::Value {
     json!({ "file_path": p })
 }
 
@@ -907,180 +909,6 @@ fn tool_errors_fail_closed() {
     let x = block_on(evaluate(&mut Liar, "{}", &ctx(Mode::Bypass), &rules(&["L(a)"], &[], &[])));
     assert_eq!((x.behavior, x.source), (Deny, Source::AllowRule));
     assert!(x.message.contains("match-rule answered index 7, but only 1 rule contents were given"), "{}", x.message);
-}
-
-// ---------------------------------------------------------------------------
-// check
-// ---------------------------------------------------------------------------
-
-mod check_tests {
-    use super::*;
-    use crate::permission::check::{CheckRequest, answer_line, decision_json, error_json};
-
-    #[test]
-    fn parses_minimal_and_full_requests() {
-        let r = CheckRequest::parse(r#"{"tool":"Bash","input":{"command":"ls"}}"#).unwrap();
-        assert_eq!((r.id.clone(), r.tool.as_str(), r.mode), (serde_json::Value::Null, "Bash", None));
-        assert_eq!(r.input_text(), r#"{"command":"ls"}"#);
-        let base = wd_ctx(Mode::Bypass);
-        assert_eq!(r.context(&base), base);
-
-        let r = CheckRequest::parse(
-            r#"{"id":"a","tool":"Write","input":{},"mode":"accept-edits","working_dirs":["/w"],
-                "cwd":"/c","home":"/h","rules":{"allow":["Write"]},"tool_config":{"k":1}}"#,
-        )
-        .unwrap();
-        let c = r.context(&base);
-        assert_eq!(c.mode, Mode::AcceptEdits);
-        assert_eq!(c.working_dirs, ["/w"]);
-        assert_eq!((c.cwd.as_str(), c.home.as_str()), ("/c", "/h"));
-        assert_eq!(c.tool_config, json!({"k": 1}));
-        let set = r.rule_set(&rules(&[], &["Write"], &[])).unwrap();
-        assert_eq!(set.rules("Write", Allow).len(), 1);
-        assert!(set.rules("Write", Deny).is_empty(), "request rules replace the configured ones");
-    }
-
-    #[test]
-    fn rejects_bad_requests_with_a_fix() {
-        let e = CheckRequest::parse("{nope").unwrap_err();
-        assert_eq!(e.id, serde_json::Value::Null);
-        assert!(e.message.contains("not valid JSON"));
-        let e = CheckRequest::parse(r#"{"id":3,"tool":"Bash","input":{},"working_dirs":["rel/dir"]}"#).unwrap_err();
-        assert_eq!(e.id, json!(3));
-        assert!(e.message.contains("`rel/dir` is not an absolute path"), "{}", e.message);
-        let e = CheckRequest::parse(r#"{"id":4,"tool":"Bash","input":{},"mood":"x"}"#).unwrap_err();
-        assert!(e.message.contains("unknown field `mood`"), "{}", e.message);
-        let e = CheckRequest::parse(r#"{"id":5,"tool":"Bash","input":"ls"}"#).unwrap_err();
-        assert!(e.message.contains("`input` must be a JSON object"), "{}", e.message);
-        let e = CheckRequest::parse(r#"{"id":6,"input":{}}"#).unwrap_err();
-        assert!(e.message.contains("missing field `tool`"), "{}", e.message);
-        let e = CheckRequest::parse(r#"{"id":7,"tool":"Bash","input":{},"mode":"plan"}"#).unwrap_err();
-        assert!(e.message.contains("unknown permission mode `plan`"), "{}", e.message);
-        let e = CheckRequest::parse(r#"{"id":8,"tool":"Bash","input":{},"cwd":"x"}"#).unwrap_err();
-        assert!(e.message.contains("`cwd` `x` is not an absolute path"), "{}", e.message);
-        let e = CheckRequest::parse("[1]").unwrap_err();
-        assert!(e.message.contains("must be a JSON object"));
-    }
-
-    #[test]
-    fn decision_line_has_exact_shape() {
-        let x = run(&mut bash(), cmd("npm i"), &ctx(Mode::Default), &rules(&[], &[], &["Bash(npm:*)"]));
-        assert_eq!(
-            decision_json(&json!(1), &x).to_string(),
-            r#"{"id":1,"behavior":"ask","bypass_immune":false,"source":"ask_rule","rule":"Bash(npm:*)","message":"Permission required for Bash","reason":"Rule: npm:*","read_only":false,"tool_check":null,"suggested_rules":["Bash(npm i:*)"]}"#
-        );
-        let x = run(&mut writer("Write"), fp("/home/user/.bashrc"), &ctx(Mode::Default), &RuleSet::new());
-        assert_eq!(
-            decision_json(&json!("w"), &x).to_string(),
-            r#"{"id":"w","behavior":"ask","bypass_immune":true,"source":"tool_safety_ask","rule":null,"message":"Permission required for /home/user/.bashrc (safety check)","reason":"Path is a dangerous file (safety check)","read_only":false,"tool_check":{"behavior":"ask","bypass_immune":true,"message":"Permission required for /home/user/.bashrc (safety check)"},"suggested_rules":["Write(/home/user/**)"]}"#
-        );
-        let x = run(&mut reader("Read"), fp("/x"), &ctx(Mode::Default), &RuleSet::new());
-        assert_eq!(
-            decision_json(&json!(null), &x).to_string(),
-            r#"{"id":null,"behavior":"allow","bypass_immune":false,"source":"read_only","rule":null,"message":"Permission granted for Read (read-only invocation)","reason":"Read-only operations are auto-allowed","read_only":true,"tool_check":null,"suggested_rules":[]}"#
-        );
-        assert_eq!(error_json(&json!(2), "no tool named `X`").to_string(), r#"{"id":2,"error":"no tool named `X`"}"#);
-    }
-
-    #[test]
-    fn written_lines_are_the_json_lines_byte_for_byte() {
-        use crate::permission::check::{write_decision, write_error};
-        let mut decisions = vec![
-            run(&mut bash(), cmd("npm i"), &ctx(Mode::Default), &rules(&[], &[], &["Bash(npm:*)"])),
-            run(&mut writer("Write"), fp("/home/user/.bashrc"), &ctx(Mode::Default), &RuleSet::new()),
-            run(&mut reader("Read"), fp("/x"), &ctx(Mode::Default), &RuleSet::new()),
-            run(&mut bash(), cmd("git push"), &ctx(Mode::DontAsk), &RuleSet::new()),
-        ];
-        // Text that needs escaping, and every optional part present.
-        decisions.push(Decision {
-            behavior: Ask,
-            message: "quote \" backslash \\ newline \n tab \t nul \u{0} é 😀 \u{2028}".into(),
-            reason: Some("</script> \u{1f}".into()),
-            bypass_immune: true,
-            source: Source::ToolSafetyAsk,
-            rule: Some("Bash(echo \"$(date)\")".into()),
-            read_only: false,
-            tool_check: Some(ToolVerdict::new(Ask, "why\u{7f}\r\n").immune()),
-            suggested_rules: vec![
-                Rule::with_content("Bash", "echo \"x\\y\":*", Allow),
-                Rule::with_content("Bash", "", Allow),
-                Rule::tool_level("Bash", Allow),
-            ],
-        });
-        let ids = [
-            json!(null),
-            json!(1),
-            json!(-7),
-            json!(1.5e300),
-            json!(0.1),
-            json!("a \"b\""),
-            json!(true),
-            json!([1, "x", null]),
-            json!({"z": 1, "a": {"y": [], "b": 2}}),
-        ];
-        for d in &decisions {
-            for id in &ids {
-                let mut out = b"prefix ".to_vec();
-                write_decision(&mut out, id, d);
-                assert_eq!(
-                    String::from_utf8(out).unwrap(),
-                    format!("prefix {}", decision_json(id, d)),
-                    "{d:?} with id {id}"
-                );
-            }
-        }
-        for id in &ids {
-            let mut out = Vec::new();
-            write_error(&mut out, id, "no tool named `X` \"\n");
-            assert_eq!(String::from_utf8(out).unwrap(), error_json(id, "no tool named `X` \"\n").to_string());
-        }
-    }
-
-    #[test]
-    fn written_answers_match_answer_line() {
-        use crate::permission::check::write_answer;
-        let lines = [
-            r#"{"id":1,"tool":"Bash","input":{"command":"git push"}}"#,
-            r#"{"id":2,"tool":"Bash","input":{"command":"git push"},"mode":"explore"}"#,
-            r#"{"id":3,"tool":"Bash","input":{"command":"ls"},"working_dirs":["/w"],"cwd":"/w","home":"/h"}"#,
-            r#"{"id":4,"tool":"Bash","input":{},"rules":{"deny":["Bash(x"]}}"#,
-            r#"{"id":5,"tool":"Bash","input":{"command":"npm i"},"rules":{"ask":["Bash(npm:*)"]}}"#,
-            r#"{"id":6,"tool":"Bash","input":{"command":"npm i"},"tool_config":{"b":1,"a":2}}"#,
-        ];
-        let base = ctx(Mode::Default);
-        let base_rules = rules(&["Bash(git:*)"], &[], &[]);
-        for line in lines {
-            let req = CheckRequest::parse(line).unwrap();
-            let expected =
-                block_on(answer_line(line, async |_: &CheckRequest| Ok((bash(), base.clone(), base_rules.clone()))));
-            let mut out = Vec::new();
-            block_on(write_answer(&mut out, &req, &mut bash(), &base, &base_rules));
-            assert_eq!(String::from_utf8(out).unwrap(), expected.to_string(), "{line}");
-        }
-    }
-
-    #[test]
-    fn answer_line_end_to_end() {
-        let resolve = async |req: &CheckRequest| -> anyhow::Result<(Fake, Context, RuleSet)> {
-            match req.tool.as_str() {
-                "Bash" => Ok((bash(), ctx(Mode::Default), rules(&["Bash(git:*)"], &[], &[]))),
-                other => Err(anyhow!("no tool named `{other}` is loaded; `toolhost list` shows the loaded tools")),
-            }
-        };
-        let out = block_on(answer_line(r#"{"id":1,"tool":"Bash","input":{"command":"git push"}}"#, resolve));
-        assert_eq!((out["behavior"].clone(), out["rule"].clone()), (json!("allow"), json!("Bash(git:*)")));
-        let out =
-            block_on(answer_line(r#"{"id":2,"tool":"Bash","input":{"command":"git push"},"mode":"explore"}"#, resolve));
-        assert_eq!(out["behavior"], json!("deny"));
-        let out = block_on(answer_line(r#"{"id":3,"tool":"Nope","input":{}}"#, resolve));
-        assert_eq!(out["id"], json!(3));
-        assert!(out["error"].as_str().unwrap().contains("no tool named `Nope`"));
-        let out = block_on(answer_line(r#"{"id":4,"tool":"Bash","input":{},"rules":{"deny":["Bash(x"]}}"#, resolve));
-        assert!(out["error"].as_str().unwrap().contains("invalid deny rule `Bash(x`"));
-        let out = block_on(answer_line("garbage", resolve));
-        assert_eq!(out["id"], json!(null));
-        assert!(out.get("error").is_some());
-    }
 }
 
 // ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod model;
 mod normalize;
 mod parse;
 mod paths;
@@ -32,7 +33,8 @@ pub use rules::match_rule_text;
 pub use sed::check_sed_args;
 pub use toolhost_policy::DangerLists;
 
-use parse::{Analysis, Place, analyse};
+use model::{Analysis, Place};
+use parse::analyse;
 
 /// Permission mode of the engine (spec §1.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,7 +268,7 @@ fn fs_auto_allow(a: &Analysis, ctx: &Context) -> Option<String> {
 }
 
 /// The texts of a part that deny and ask rules are matched against.
-fn deny_texts(p: &parse::Part) -> [String; 3] {
+fn deny_texts(p: &model::Part) -> [String; 3] {
     [p.text(), p.words_text(), normalize::normalized_text(&p.words)]
 }
 

@@ -1,6 +1,6 @@
 //! Seeing through wrappers (`sudo`, `env`, `command`, ...) and program paths.
 
-use crate::parse::Word;
+use crate::model::Word;
 
 /// Directories whose programs we judge by their basename (`/bin/ls` is `ls`)
 /// for read-only and allow purposes. Any other path keeps its full text.

@@ -1,7 +1,7 @@
 //! Paths a part writes or names: extraction, resolution, dangerous tests.
 
+use crate::model::{Part, Place, Word};
 use crate::normalize::{has_wrapper, program_name, strip_wrappers, trusted_program};
-use crate::parse::{Part, Place, Word};
 use toolhost_policy::{DangerLists, fnmatch, is_dangerous_path, normalize};
 
 /// Commands whose non-flag arguments are paths for the sensitive-path check

@@ -1,7 +1,7 @@
 //! Dangerous command patterns (spec §5.4.6), checked per part as well.
 
+use crate::model::Part;
 use crate::normalize::{normalized_text, program_name, strip_wrappers};
-use crate::parse::Part;
 
 /// Reference `DANGEROUS_COMMANDS`, in order (the first hit is reported).
 pub const DANGEROUS_COMMANDS: &[&str] = &[

@@ -12,8 +12,8 @@
 //! workspace app build`, `python -m pytest`. A program with subcommands
 //! never gets a rule without one.
 
+use crate::model::{Part, Word};
 use crate::normalize::{WRAPPERS, program_name, strip_wrappers};
-use crate::parse::{Part, Word};
 use crate::readonly::{SAFE_COMMANDS, assigns_harmless, part_is_read_only};
 
 /// Programs for which no rule is ever suggested: a prefix rule for them

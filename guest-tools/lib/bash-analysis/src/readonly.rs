@@ -1,7 +1,19 @@
 //! Read-only classification of one part (spec §5.4.1–5.4.2, 2.0.11 lists).
 
+use crate::model::{Analysis, Part, RedirKind};
 use crate::normalize::trusted_program;
-use crate::parse::{Part, RedirKind};
+
+impl Analysis {
+    /// Whether each part, in order, is read-only on its own.
+    pub fn read_only_parts(&self) -> &[bool] {
+        self.read_only.get_or_init(|| self.parts.iter().map(part_is_read_only).collect())
+    }
+
+    /// Whether there are parts and every one is read-only.
+    pub fn all_read_only(&self) -> bool {
+        !self.parts.is_empty() && self.read_only_parts().iter().all(|&r| r)
+    }
+}
 
 /// Commands that are read-only whatever their arguments (reference
 /// `SAFE_COMMANDS` without `tee`, removed in 2.0.11).

@@ -1,6 +1,6 @@
 //! Bash rule syntax (spec §5.6) applied to one text, and per-part matching.
 
-use crate::parse::Part;
+use crate::model::Part;
 use crate::readonly::assigns_harmless;
 
 /// The text an allow rule is matched against for a part, through its first

@@ -1,7 +1,8 @@
 //! Conformance cases of spec §14.1–14.8 (Bash parts), table-driven.
 
 use super::*;
-use crate::parse::{Place, analyse, analyse_with};
+use crate::model::Place;
+use crate::parse::{analyse, analyse_with};
 
 pub(crate) fn ctx(mode: Mode) -> Context {
     Context { mode, working_dirs: vec!["/tmp/project".into()], cwd: "/tmp/project".into(), home: "/home/user".into() }

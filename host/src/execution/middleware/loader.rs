@@ -10,7 +10,6 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use super::registry::MiddlewareInfo;
-use crate::backend::Backend;
 use crate::capability::Grants;
 use crate::catalog::component::{ComponentKind, check_exports, check_header};
 use crate::catalog::tool::{LoadError, MAX_DESCRIPTION_BYTES, Origin, check_text_size};
@@ -48,8 +47,8 @@ pub async fn load_middleware_component(
     let limits = runtime.probe_limits();
     let deadline = Deadline::new(limits.timeout(), Duration::ZERO);
     let (tx, _rx) = mpsc::channel(1);
-    let backend: Arc<dyn Backend> =
-        Arc::new(crate::backend::local::LocalBackend::new(std::env::temp_dir(), std::env::temp_dir()));
+    // No grant yet, and no backend either: every operation is refused.
+    let backend = crate::backend::DeniedBackend::shared();
     let state = CallState::new(CallSetup {
         tool: Arc::from(label),
         grants: Arc::new(Grants::none(label)),
