@@ -40,12 +40,12 @@ use crate::instance::{ToolInstance, with_deadline};
 use crate::permission::{self, Behavior, PolicyTool, Rule, ToolVerdict};
 use crate::response::{Chunk, ResultState};
 use crate::runtime::Limits;
-use crate::runtime::bindings::wit_types::{self as wit, ToolError};
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::store::{CallSetup, Deadline, OutputSink};
 use crate::state::AgentState;
 use crate::tool::{LoadError, LoadedTool, Origin, ToolInfo, ToolKind, validate_metadata};
 use crate::toolhost::Toolhost;
+use crate::types::{self, ToolError};
 
 /// The message of a function tool's own permission check (AgentScope §9.1).
 pub const FUNCTION_TOOL_ASK: &str = "Custom function tools must be explicitly allowed by the user.";
@@ -151,8 +151,8 @@ impl FunctionTool {
         &self.name
     }
 
-    fn metadata(&self) -> wit::ToolMetadata {
-        wit::ToolMetadata {
+    fn metadata(&self) -> types::ToolMetadata {
+        types::ToolMetadata {
             name: self.name.clone(),
             description: self.description.clone(),
             input_schema: self.schema.to_string(),
@@ -162,7 +162,7 @@ impl FunctionTool {
             state_injected: false,
             mcp_origin: None,
             result_metadata_schema: None,
-            capabilities: wit::Capabilities {
+            capabilities: types::Capabilities {
                 fs_read: Vec::new(),
                 fs_write: Vec::new(),
                 process_exec: false,

@@ -26,11 +26,12 @@ pub mod settings;
 pub mod state;
 pub mod tool;
 mod toolhost;
+pub mod types;
 
 pub use async_trait::async_trait;
 pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer, PermissionRequest};
 pub use function::FunctionTool;
 pub use middleware::NativeMiddleware;
-pub use runtime::bindings::wit_types::ToolError;
 pub use tool::LookupError;
 pub use toolhost::{CallRequest, ExternalResult, Toolhost, ToolhostBuilder, tool_error_text};
+pub use types::ToolError;

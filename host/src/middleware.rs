@@ -65,8 +65,7 @@ use crate::capability::{Declared, Grants, Phase};
 use crate::function::CallableTool;
 use crate::instance::with_deadline;
 use crate::response::Chunk;
-use crate::runtime::bindings::middleware::MiddlewareComponentPre;
-use crate::runtime::bindings::wit_types::{self as wit, ToolError};
+use crate::runtime::bindings::MiddlewarePre;
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::imports::chain::{ChainRunner, InnerCall, InnerOutcome, NextHandler};
 use crate::runtime::store::{CallSetup, Deadline, OutputSink, new_store};
@@ -76,6 +75,7 @@ use crate::tool::{
     ComponentKind, LoadError, LoadedTool, Origin, ToolInfo, check_exports, check_header, validate_input,
 };
 use crate::toolhost::{Permit, Toolhost, Verdict};
+use crate::types::{self, ToolError};
 
 /// The key of [`MiddlewareSettings::attach`] meaning "every tool".
 pub const EVERY_TOOL: &str = "*";
@@ -145,7 +145,7 @@ pub struct MiddlewareInfo {
 pub struct LoadedMiddleware {
     /// Its name and description.
     pub info: MiddlewareInfo,
-    pre: MiddlewareComponentPre<CallState>,
+    pre: MiddlewarePre,
 }
 
 /// A middleware implemented in Rust by the embedding program. It runs in
@@ -658,7 +658,7 @@ impl Chain {
         let waiting = link.waiting.clone();
         state.chain = Some(link.clone());
         let mut store = new_store(self.host.runtime(), state);
-        let instance = match mw.pre.instantiate_async(&mut store).await {
+        let instance = match mw.pre.instantiate(&mut store).await {
             Ok(i) => i,
             Err(e) => return Err(self.fault(name, MiddlewareFault::Instantiate(format!("{e:#}")), false)),
         };
@@ -667,11 +667,7 @@ impl Chain {
             Err(e) => return Err(self.fault(name, MiddlewareFault::Instantiate(format!("{e}")), false)),
         };
         let metadata = wit_metadata(&self.tool.info);
-        let result = with_deadline(
-            &self.deadline,
-            instance.toolhost_tool_middleware().call_on_tool_call(&mut store, &metadata, &input, handler),
-        )
-        .await;
+        let result = with_deadline(&self.deadline, instance.on_tool_call(&mut store, metadata, &input, handler)).await;
         let was_waiting = waiting.load(Ordering::Relaxed);
         if store.data().sink.truncated() {
             return Err(self.fault(name, MiddlewareFault::Flood { limit_bytes: limits.max_output_bytes }, false));
@@ -768,9 +764,9 @@ fn refusal_text(decision: &crate::permission::Decision) -> String {
     text
 }
 
-/// A tool's metadata as the WIT record a middleware receives.
-fn wit_metadata(info: &ToolInfo) -> wit::ToolMetadata {
-    wit::ToolMetadata {
+/// A tool's metadata as a middleware receives it.
+fn wit_metadata(info: &ToolInfo) -> types::ToolMetadata {
+    types::ToolMetadata {
         name: info.name.clone(),
         description: info.description.clone(),
         input_schema: info.input_schema.to_string(),
@@ -780,7 +776,7 @@ fn wit_metadata(info: &ToolInfo) -> wit::ToolMetadata {
         state_injected: info.state_injected,
         mcp_origin: info.mcp_origin.clone(),
         result_metadata_schema: info.result_metadata_schema.as_ref().map(|s| s.to_string()),
-        capabilities: wit::Capabilities {
+        capabilities: types::Capabilities {
             fs_read: info.capabilities.fs_read.clone(),
             fs_write: info.capabilities.fs_write.clone(),
             process_exec: info.capabilities.process_exec,
@@ -805,7 +801,7 @@ pub async fn load_middleware_component(
         .middleware_linker()
         .instantiate_pre(&component)
         .map_err(|e| LoadError::MiddlewareUnknownImport(label.into(), format!("{e:#}")))?;
-    let pre = MiddlewareComponentPre::new(pre)
+    let pre = MiddlewarePre::new(wit_version, pre)
         .map_err(|e| LoadError::MiddlewareWrongWorld(label.into(), format!("{e:#}")))?;
     let limits = runtime.probe_limits();
     let deadline = Deadline::new(limits.timeout(), Duration::ZERO);
@@ -824,8 +820,8 @@ pub async fn load_middleware_component(
     });
     let mut store = new_store(runtime, state);
     let probe = async {
-        let instance = pre.instantiate_async(&mut store).await?;
-        instance.toolhost_tool_middleware().call_info(&mut store).await
+        let instance = pre.instantiate(&mut store).await?;
+        instance.info(&mut store).await
     };
     let info = match with_deadline(&deadline, probe).await {
         Some(Ok(info)) => info,
@@ -850,7 +846,13 @@ pub async fn load_middleware_component(
     crate::tool::check_text_size("description", &info.description, crate::tool::MAX_DESCRIPTION_BYTES)
         .map_err(|e| LoadError::MiddlewareInfo(label.into(), e))?;
     Ok(LoadedMiddleware {
-        info: MiddlewareInfo { name: info.name, description: info.description, origin, wit_version, sha256 },
+        info: MiddlewareInfo {
+            name: info.name,
+            description: info.description,
+            origin,
+            wit_version: wit_version.to_string(),
+            sha256,
+        },
         pre,
     })
 }

@@ -11,12 +11,9 @@ use wasmtime::component::Component;
 
 use crate::capability::Declared;
 use crate::instance::ToolInstance;
-use crate::runtime::bindings::tool::ToolComponentPre;
-use crate::runtime::bindings::wit_types as wit;
+use crate::runtime::bindings::{self, RouteError, ToolPre, WitVersion};
 use crate::runtime::{CacheOutcome, Runtime};
-
-/// The WIT package versions this host loads.
-pub const SUPPORTED_WIT_VERSIONS: &[&str] = &["0.1.0"];
+use crate::types::ToolMetadata;
 
 /// Where a tool came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -83,7 +80,7 @@ pub enum LoadError {
     Middleware(String),
     /// Exports our interface at a version this host does not know.
     #[error(
-        "{0} was built against toolhost:tool@{1}, which this toolhost does not support (supported: {2}); rebuild it with a matching toolhost-sdk"
+        "{0} was built against toolhost:tool@{1}, which this toolhost does not support (it accepts: {2}); rebuild it against one of these (`toolhost wit --out DIR` writes the WIT this host speaks, and the toolhost-sdk of that version builds against it), or run a toolhost release that accepts {1}"
     )]
     UnsupportedVersion(String, String, String),
     /// A tool where a middleware was expected.
@@ -198,7 +195,7 @@ pub struct LoadedTool {
 /// What runs a loaded tool's calls.
 pub(crate) enum ToolKind {
     /// A component, instantiated afresh for every call.
-    Component(ToolComponentPre<crate::runtime::CallState>),
+    Component(ToolPre),
     /// A native function registered by the embedder.
     Function(Arc<crate::function::FunctionTool>),
 }
@@ -243,11 +240,11 @@ pub async fn load_component_with_hash(
         .tool_linker()
         .instantiate_pre(&component)
         .map_err(|e| LoadError::UnknownImport(label.into(), format!("{e:#}")))?;
-    let pre = ToolComponentPre::new(pre).map_err(|e| LoadError::WrongWorld(label.into(), format!("{e:#}")))?;
+    let pre = ToolPre::new(wit_version, pre).map_err(|e| LoadError::WrongWorld(label.into(), format!("{e:#}")))?;
     let metadata = ToolInstance::probe(runtime, &pre, label)
         .await
         .map_err(|e| LoadError::Instantiate(label.into(), format!("{e:#}")))?;
-    let (info, validator) = validate_metadata(metadata, origin, wit_version, sha256, label)?;
+    let (info, validator) = validate_metadata(metadata, origin, wit_version.to_string(), sha256, label)?;
     Ok(LoadReport {
         tool: LoadedTool {
             info,
@@ -282,22 +279,24 @@ pub(crate) enum ComponentKind {
     Middleware,
 }
 
-/// Checks that a component exports the interface of `expected` at a
-/// supported version, and returns that version. A tool where a middleware
-/// is expected (or the reverse) gets an error saying how to load it.
+/// Checks that a component exports the interface of `expected`, and routes
+/// it to the bindings module of its `toolhost:tool` version (read from the
+/// names of its exports and imports, which must agree). A tool where a
+/// middleware is expected (or the reverse) gets an error saying how to load
+/// it; an unknown version, one naming the versions this host accepts.
 pub(crate) fn check_exports(
     runtime: &Runtime,
     component: &Component,
     label: &str,
     expected: ComponentKind,
-) -> Result<String, LoadError> {
+) -> Result<WitVersion, LoadError> {
     let ty = component.component_type();
     let names: Vec<String> = ty.exports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
     for name in &names {
-        let (kind, version) = if let Some(v) = name.strip_prefix("toolhost:tool/tool@") {
-            (ComponentKind::Tool, v)
-        } else if let Some(v) = name.strip_prefix("toolhost:tool/middleware@") {
-            (ComponentKind::Middleware, v)
+        let kind = if name.starts_with("toolhost:tool/tool@") {
+            ComponentKind::Tool
+        } else if name.starts_with("toolhost:tool/middleware@") {
+            ComponentKind::Middleware
         } else {
             continue;
         };
@@ -306,10 +305,17 @@ pub(crate) fn check_exports(
             (ComponentKind::Tool, ComponentKind::Middleware) => return Err(LoadError::NotMiddleware(label.into())),
             _ => {}
         }
-        if SUPPORTED_WIT_VERSIONS.contains(&version) {
-            return Ok(version.to_string());
-        }
-        return Err(LoadError::UnsupportedVersion(label.into(), version.into(), SUPPORTED_WIT_VERSIONS.join(", ")));
+        let imports: Vec<String> = ty.imports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
+        let unsupported =
+            |version: String| LoadError::UnsupportedVersion(label.into(), version, WitVersion::accepted());
+        // The export comes first: its version is the one the error names.
+        let all = std::iter::once(name.as_str()).chain(imports.iter().map(String::as_str));
+        return match bindings::route(all) {
+            Ok(Some(version)) => Ok(version),
+            Ok(None) => Err(LoadError::WrongWorld(label.into(), names.join(", "))),
+            Err(RouteError::Unsupported(version)) => Err(unsupported(version)),
+            Err(RouteError::Mixed(first, other)) => Err(unsupported(format!("{first} mixed with {other}"))),
+        };
     }
     let listed = if names.is_empty() { "nothing".to_string() } else { names.join(", ") };
     Err(match expected {
@@ -340,7 +346,7 @@ pub(crate) fn check_text_size(field: &str, text: &str, limit: usize) -> Result<(
 
 /// Refuses metadata whose fields (or whole) exceed the size limits, before
 /// anything parses it.
-fn check_metadata_size(m: &wit::ToolMetadata) -> Result<(), String> {
+fn check_metadata_size(m: &ToolMetadata) -> Result<(), String> {
     check_text_size("description", &m.description, MAX_DESCRIPTION_BYTES)?;
     check_text_size("input schema", &m.input_schema, MAX_SCHEMA_BYTES)?;
     check_text_size("result metadata schema", m.result_metadata_schema.as_deref().unwrap_or(""), MAX_SCHEMA_BYTES)?;
@@ -367,7 +373,7 @@ fn check_metadata_size(m: &wit::ToolMetadata) -> Result<(), String> {
 /// [`ToolInfo`] and input validator. Shared by components and native
 /// function tools.
 pub(crate) fn validate_metadata(
-    m: wit::ToolMetadata,
+    m: ToolMetadata,
     origin: Origin,
     wit_version: String,
     sha256: String,

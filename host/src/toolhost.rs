@@ -38,11 +38,11 @@ use crate::function::CallableTool;
 use crate::permission::{self, Behavior, Decision, Mode, PolicyTool as _, Rule, RuleSet};
 use crate::registry::ToolEntry;
 use crate::response::{Chunk, ResultState, ToolResponse};
-use crate::runtime::bindings::wit_types::ToolError;
 use crate::runtime::{Runtime, RuntimeOptions};
 use crate::settings::Settings;
 use crate::state::AgentState;
 use crate::tool::{LoadError, LoadedTool, LookupError, Origin, ToolInfo, load_component, validate_input};
+use crate::types::ToolError;
 
 /// One call to make.
 #[derive(Debug, Clone)]
