@@ -28,11 +28,11 @@ pub mod runtime;
 pub mod settings;
 pub mod state;
 mod toolhost;
+pub mod types;
 
 /// What a tool is, and loading a component (the paths of earlier
 /// versions, kept for embedders).
 pub mod tool {
-    pub use crate::catalog::component::SUPPORTED_WIT_VERSIONS;
     pub use crate::catalog::tool::*;
     pub use crate::execution::component::{LoadReport, load_component, load_component_with_hash};
     pub use crate::execution::loaded::{LoadedTool, validate_input};
@@ -47,6 +47,6 @@ pub use catalog::function::FunctionTool;
 pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer, PermissionRequest};
 pub use execution::callable::CallableTool;
 pub use execution::middleware::NativeMiddleware;
-pub use runtime::bindings::wit_types::ToolError;
+pub use types::ToolError;
 pub use tool::LookupError;
 pub use toolhost::{CallRequest, ExternalResult, Replacement, Toolhost, ToolhostBuilder, tool_error_text};

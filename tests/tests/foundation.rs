@@ -214,6 +214,41 @@ async fn broken_components_are_rejected_with_what_to_do() {
     assert_still_serving(&host).await;
 }
 
+/// The WIT version of a component (from its import and export names)
+/// routes it to the bindings module of that version: the examples, the
+/// built-ins and a middleware at 0.1.0 load and run through `v0_1_0`; a
+/// complete tool built against a copy of the WIT whose package says 0.9.0
+/// is refused before any of its code runs, with the versions this host
+/// accepts and what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_is_routed_by_its_wit_version_and_an_unknown_version_is_refused() {
+    let scratch = Scratch::new();
+    let mut s = scratch.settings();
+    s.builtins = false;
+    let host = scratch.host(s).await;
+
+    let echo = host.load_file(&guest("echo")).await.expect("a 0.1.0 tool loads");
+    assert_eq!(echo.wit_version, "0.1.0");
+    let mw = host.load_middleware(&guest("mw-pass")).await.expect("a 0.1.0 middleware loads");
+    assert_eq!(mw.wit_version, "0.1.0");
+    assert_still_serving(&host).await;
+
+    let canary = scratch.work().join("canary");
+    let err = format!("{:#}", host.load_file(&guest("wit-0-9")).await.expect_err("a 0.9.0 tool must be refused"));
+    for expected in [
+        "was built against toolhost:tool@0.9.0, which this toolhost does not support",
+        "it accepts: 0.1.0",
+        "toolhost wit --out DIR",
+    ] {
+        assert!(err.contains(expected), "{expected:?} missing from: {err}");
+    }
+    let r = call(&host, "Later", json!({"path": canary.display().to_string()}), PermissionAnswer::AllowOnce).await;
+    assert_eq!(r.state, ResultState::Error, "{r:?}");
+    assert!(r.text().contains("doesn't exist"), "{}", r.text());
+    assert!(!canary.exists(), "the 0.9.0 tool must never run");
+    assert_still_serving(&host).await;
+}
+
 #[test]
 fn the_compile_cache_detects_tampering_and_recompiles() {
     let dir = tempfile::tempdir().unwrap();

@@ -6,9 +6,7 @@ use wasmtime::component::Component;
 
 use super::tool::LoadError;
 use crate::runtime::Runtime;
-
-/// The WIT package versions this host loads.
-pub const SUPPORTED_WIT_VERSIONS: &[&str] = &["0.1.0"];
+use crate::runtime::bindings::{self, RouteError, WitVersion};
 
 /// Checks the `\0asm` header and that the file is a component, not a core
 /// module (shared by the tool and middleware loaders).
@@ -32,22 +30,24 @@ pub enum ComponentKind {
     Middleware,
 }
 
-/// Checks that a component exports the interface of `expected` at a
-/// supported version, and returns that version. A tool where a middleware
-/// is expected (or the reverse) gets an error saying how to load it.
+/// Checks that a component exports the interface of `expected`, and routes
+/// it to the bindings module of its `toolhost:tool` version (read from the
+/// names of its exports and imports, which must agree). A tool where a
+/// middleware is expected (or the reverse) gets an error saying how to load
+/// it; an unknown version, one naming the versions this host accepts.
 pub fn check_exports(
     runtime: &Runtime,
     component: &Component,
     label: &str,
     expected: ComponentKind,
-) -> Result<String, LoadError> {
+) -> Result<WitVersion, LoadError> {
     let ty = component.component_type();
     let names: Vec<String> = ty.exports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
     for name in &names {
-        let (kind, version) = if let Some(v) = name.strip_prefix("toolhost:tool/tool@") {
-            (ComponentKind::Tool, v)
-        } else if let Some(v) = name.strip_prefix("toolhost:tool/middleware@") {
-            (ComponentKind::Middleware, v)
+        let kind = if name.starts_with("toolhost:tool/tool@") {
+            ComponentKind::Tool
+        } else if name.starts_with("toolhost:tool/middleware@") {
+            ComponentKind::Middleware
         } else {
             continue;
         };
@@ -56,10 +56,17 @@ pub fn check_exports(
             (ComponentKind::Tool, ComponentKind::Middleware) => return Err(LoadError::NotMiddleware(label.into())),
             _ => {}
         }
-        if SUPPORTED_WIT_VERSIONS.contains(&version) {
-            return Ok(version.to_string());
-        }
-        return Err(LoadError::UnsupportedVersion(label.into(), version.into(), SUPPORTED_WIT_VERSIONS.join(", ")));
+        let imports: Vec<String> = ty.imports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
+        let unsupported =
+            |version: String| LoadError::UnsupportedVersion(label.into(), version, WitVersion::accepted());
+        // The export comes first: its version is the one the error names.
+        let all = std::iter::once(name.as_str()).chain(imports.iter().map(String::as_str));
+        return match bindings::route(all) {
+            Ok(Some(version)) => Ok(version),
+            Ok(None) => Err(LoadError::WrongWorld(label.into(), names.join(", "))),
+            Err(RouteError::Unsupported(version)) => Err(unsupported(version)),
+            Err(RouteError::Mixed(first, other)) => Err(unsupported(format!("{first} mixed with {other}"))),
+        };
     }
     let listed = if names.is_empty() { "nothing".to_string() } else { names.join(", ") };
     Err(match expected {

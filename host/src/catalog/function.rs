@@ -31,7 +31,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::response::Chunk;
-use crate::runtime::bindings::wit_types as wit;
+use crate::types;
 
 /// The message of a function tool's own permission check (AgentScope §9.1).
 pub const FUNCTION_TOOL_ASK: &str = "Custom function tools must be explicitly allowed by the user.";
@@ -139,8 +139,8 @@ impl FunctionTool {
 
     /// Its metadata, as a component would declare it (validated like a
     /// component's by [`super::tool::validate_metadata`]).
-    pub(crate) fn metadata(&self) -> wit::ToolMetadata {
-        wit::ToolMetadata {
+    pub(crate) fn metadata(&self) -> types::ToolMetadata {
+        types::ToolMetadata {
             name: self.name.clone(),
             description: self.description.clone(),
             input_schema: self.schema.to_string(),
@@ -150,7 +150,7 @@ impl FunctionTool {
             state_injected: false,
             mcp_origin: None,
             result_metadata_schema: None,
-            capabilities: wit::Capabilities {
+            capabilities: types::Capabilities {
                 fs_read: Vec::new(),
                 fs_write: Vec::new(),
                 process_exec: false,

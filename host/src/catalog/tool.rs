@@ -7,9 +7,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::capability::Declared;
-use crate::runtime::bindings::wit_types as wit;
-
-pub use super::component::SUPPORTED_WIT_VERSIONS;
+use crate::types::ToolMetadata;
 
 /// Where a tool came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -76,7 +74,7 @@ pub enum LoadError {
     Middleware(String),
     /// Exports our interface at a version this host does not know.
     #[error(
-        "{0} was built against toolhost:tool@{1}, which this toolhost does not support (supported: {2}); rebuild it with a matching toolhost-sdk"
+        "{0} was built against toolhost:tool@{1}, which this toolhost does not support (it accepts: {2}); rebuild it against one of these (`toolhost wit --out DIR` writes the WIT this host speaks, and the toolhost-sdk of that version builds against it), or run a toolhost release that accepts {1}"
     )]
     UnsupportedVersion(String, String, String),
     /// A tool where a middleware was expected.
@@ -199,7 +197,7 @@ pub fn check_text_size(field: &str, text: &str, limit: usize) -> Result<(), Stri
 
 /// Refuses metadata whose fields (or whole) exceed the size limits, before
 /// anything parses it.
-fn check_metadata_size(m: &wit::ToolMetadata) -> Result<(), String> {
+fn check_metadata_size(m: &ToolMetadata) -> Result<(), String> {
     check_text_size("description", &m.description, MAX_DESCRIPTION_BYTES)?;
     check_text_size("input schema", &m.input_schema, MAX_SCHEMA_BYTES)?;
     check_text_size("result metadata schema", m.result_metadata_schema.as_deref().unwrap_or(""), MAX_SCHEMA_BYTES)?;
@@ -226,7 +224,7 @@ fn check_metadata_size(m: &wit::ToolMetadata) -> Result<(), String> {
 /// [`ToolInfo`] and input validator. Shared by components and native
 /// function tools.
 pub(crate) fn validate_metadata(
-    m: wit::ToolMetadata,
+    m: ToolMetadata,
     origin: Origin,
     wit_version: String,
     sha256: String,

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use crate::permission::{self, Behavior, PolicyTool, Rule, ToolVerdict};
 use crate::response::Chunk;
-use crate::runtime::bindings::wit_types::ToolError;
+use crate::types::ToolError;
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::store::{CallSetup, Deadline};
 use crate::runtime::{Limits, Runtime};

@@ -13,13 +13,13 @@ use super::loaded::LoadedTool;
 use crate::catalog::builtin::Builtin;
 use crate::catalog::component::{ComponentKind, check_exports, check_header};
 use crate::catalog::tool::{LoadError, Origin, validate_metadata};
-use crate::runtime::bindings::tool::ToolComponentPre;
+use crate::runtime::bindings::ToolPre;
 use crate::runtime::store::CallSetup;
-use crate::runtime::{CacheOutcome, CallState, Runtime};
+use crate::runtime::{CacheOutcome, Runtime};
 
 /// A tool component, instantiated afresh for every call.
 pub struct ComponentTool {
-    pre: ToolComponentPre<CallState>,
+    pre: ToolPre,
 }
 
 impl ToolKind for ComponentTool {
@@ -72,11 +72,11 @@ pub async fn load_component_with_hash(
         .tool_linker()
         .instantiate_pre(&component)
         .map_err(|e| LoadError::UnknownImport(label.into(), format!("{e:#}")))?;
-    let pre = ToolComponentPre::new(pre).map_err(|e| LoadError::WrongWorld(label.into(), format!("{e:#}")))?;
+    let pre = ToolPre::new(wit_version, pre).map_err(|e| LoadError::WrongWorld(label.into(), format!("{e:#}")))?;
     let metadata = ToolInstance::probe(runtime, &pre, label)
         .await
         .map_err(|e| LoadError::Instantiate(label.into(), format!("{e:#}")))?;
-    let (info, validator) = validate_metadata(metadata, origin, wit_version, sha256, label)?;
+    let (info, validator) = validate_metadata(metadata, origin, wit_version.to_string(), sha256, label)?;
     Ok(LoadReport { tool: LoadedTool::new(info, validator, Arc::new(ComponentTool { pre })), cache, imports })
 }
 

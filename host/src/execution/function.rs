@@ -18,7 +18,7 @@ use crate::catalog::function::{FUNCTION_TOOL_ASK, FunctionOutput, FunctionTool};
 use crate::catalog::tool::{LoadError, Origin, validate_metadata};
 use crate::permission::{self, Behavior, Rule, ToolVerdict};
 use crate::response::{Chunk, ResultState};
-use crate::runtime::bindings::wit_types::ToolError;
+use crate::types::ToolError;
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::store::{CallSetup, Deadline, OutputSink};
 use crate::runtime::{Limits, Runtime};

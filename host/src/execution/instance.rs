@@ -12,11 +12,11 @@ use super::callable::Callable;
 use crate::capability::Grants;
 use crate::permission::{self, Behavior, Rule, ToolVerdict};
 use crate::response::Chunk;
-use crate::runtime::bindings::tool::{ToolComponent, ToolComponentPre};
-use crate::runtime::bindings::wit_types as wit;
+use crate::runtime::bindings::{ToolBindings, ToolPre};
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::store::{CallSetup, Deadline, new_store};
 use crate::runtime::{CallState, Limits, Runtime};
+use crate::types::{ToolError, ToolMetadata};
 
 /// Enters guest code under the store's deadline: `enter!(self, |store| call)`.
 macro_rules! enter {
@@ -33,36 +33,28 @@ macro_rules! enter {
 /// A live instance of a tool, owning its store.
 pub struct ToolInstance {
     store: Store<CallState>,
-    bindings: Arc<ToolComponent>,
+    /// Its exports, at the WIT version of the component.
+    bindings: ToolBindings,
     name: String,
     /// A guest entry trapped or timed out: the instance must not be entered
     /// again (a trapped component instance refuses re-entry; a timed-out one
     /// was abandoned mid-call).
     failed: bool,
-    /// The last permission context and its WIT form: an instance that checks
-    /// many calls (`toolhost check --batch`) usually gets the same context
-    /// every time, and converting it (the tool configuration as JSON text)
-    /// costs more than comparing it. Boxed: most instances never check.
-    last_context: Option<Box<(permission::Context, wit::PermissionContext)>>,
 }
 
 impl ToolInstance {
     /// Instantiates a tool for one call, with the store `setup` describes.
-    pub async fn new(runtime: &Runtime, pre: &ToolComponentPre<CallState>, setup: CallSetup) -> anyhow::Result<Self> {
+    pub async fn new(runtime: &Runtime, pre: &ToolPre, setup: CallSetup) -> anyhow::Result<Self> {
         let name = setup.tool.to_string();
         let mut store = new_store(runtime, CallState::new(setup));
-        let bindings = pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating {name}: {e:#}"))?;
-        Ok(Self { store, bindings: Arc::new(bindings), name, failed: false, last_context: None })
+        let bindings = pre.instantiate(&mut store).await.map_err(|e| anyhow!("instantiating {name}: {e:#}"))?;
+        Ok(Self { store, bindings, name, failed: false })
     }
 
     /// Instantiates a freshly loaded component with no grants and asks it
     /// for its metadata, under [`Runtime::probe_limits`] (the configured
     /// limits, at most 10 s).
-    pub async fn probe(
-        runtime: &Runtime,
-        pre: &ToolComponentPre<CallState>,
-        label: &str,
-    ) -> anyhow::Result<wit::ToolMetadata> {
+    pub async fn probe(runtime: &Runtime, pre: &ToolPre, label: &str) -> anyhow::Result<ToolMetadata> {
         let limits = runtime.probe_limits();
         let (tx, _rx) = mpsc::channel(1);
         // No grant yet, and no backend either: every operation is refused.
@@ -78,8 +70,7 @@ impl ToolInstance {
             tool_config: None,
         };
         let mut instance = Self::new(runtime, pre, setup).await?;
-        let bindings = instance.bindings.clone();
-        Ok(enter!(instance, |store| bindings.toolhost_tool_tool().call_metadata(store))?)
+        Ok(enter!(instance, |store| instance.bindings.metadata(store))?)
     }
 
     /// Re-arms the deadline for the next phase of the call (the time spent
@@ -130,9 +121,8 @@ impl ToolInstance {
 
     /// Runs the tool's `call` with `input`; chunks go to the output channel
     /// given at instantiation. Consumes the instance: it is never reused.
-    pub async fn call(mut self, input: &str) -> Result<Result<(), wit::ToolError>, GuestFailure> {
-        let bindings = self.bindings.clone();
-        enter!(self, |store| bindings.toolhost_tool_tool().call_call(store, input))
+    pub async fn call(mut self, input: &str) -> Result<Result<(), ToolError>, GuestFailure> {
+        enter!(self, |store| self.bindings.call(store, input))
     }
 }
 
@@ -161,84 +151,6 @@ pub async fn with_deadline<T>(deadline: &Deadline, fut: impl Future<Output = T>)
     }
 }
 
-fn mode(m: permission::Mode) -> wit::PermissionMode {
-    match m {
-        permission::Mode::Default => wit::PermissionMode::Default,
-        permission::Mode::AcceptEdits => wit::PermissionMode::AcceptEdits,
-        permission::Mode::Explore => wit::PermissionMode::Explore,
-        permission::Mode::Bypass => wit::PermissionMode::Bypass,
-        permission::Mode::DontAsk => wit::PermissionMode::DontAsk,
-    }
-}
-
-fn behavior_to_wit(b: Behavior) -> wit::PermissionBehavior {
-    match b {
-        Behavior::Allow => wit::PermissionBehavior::Allow,
-        Behavior::Deny => wit::PermissionBehavior::Deny,
-        Behavior::Ask => wit::PermissionBehavior::Ask,
-        Behavior::Passthrough => wit::PermissionBehavior::Passthrough,
-    }
-}
-
-fn behavior_from_wit(b: wit::PermissionBehavior) -> Behavior {
-    match b {
-        wit::PermissionBehavior::Allow => Behavior::Allow,
-        wit::PermissionBehavior::Deny => Behavior::Deny,
-        wit::PermissionBehavior::Ask => Behavior::Ask,
-        wit::PermissionBehavior::Passthrough => Behavior::Passthrough,
-    }
-}
-
-fn context(ctx: &permission::Context) -> wit::PermissionContext {
-    wit::PermissionContext {
-        mode: mode(ctx.mode),
-        working_directories: ctx.working_dirs.clone(),
-        cwd: ctx.cwd.clone(),
-        home: ctx.home.clone(),
-        tool_config: ctx.tool_config.to_string(),
-    }
-}
-
-/// The WIT form of `ctx`, converted only when it differs from the last one
-/// (`cache`).
-fn cached_context<'a>(
-    cache: &'a mut Option<Box<(permission::Context, wit::PermissionContext)>>,
-    ctx: &permission::Context,
-) -> &'a wit::PermissionContext {
-    let fresh = match cache.as_deref() {
-        Some((last, _)) => !same_context(last, ctx),
-        None => true,
-    };
-    if fresh {
-        *cache = None;
-    }
-    &cache.get_or_insert_with(|| Box::new((ctx.clone(), context(ctx)))).1
-}
-
-/// Whether two contexts convert to the same WIT record: equal, with the
-/// tool configurations' keys in the same order too (their JSON text is
-/// what the guest gets).
-fn same_context(a: &permission::Context, b: &permission::Context) -> bool {
-    a.mode == b.mode
-        && a.working_dirs == b.working_dirs
-        && a.cwd == b.cwd
-        && a.home == b.home
-        && same_json(&a.tool_config, &b.tool_config)
-}
-
-/// Equality of JSON values that also requires object keys in the same
-/// order (`serde_json`'s `==` ignores the order).
-fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
-    use serde_json::Value;
-    match (a, b) {
-        (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len() && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| ka == kb && same_json(va, vb))
-        }
-        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_json(a, b)),
-        _ => a == b,
-    }
-}
-
 #[async_trait::async_trait]
 impl Callable for ToolInstance {
     fn name(&self) -> &str {
@@ -257,25 +169,16 @@ impl Callable for ToolInstance {
         ToolInstance::redirect(self, output, deadline)
     }
 
-    async fn call(self: Box<Self>, input: &str) -> Result<Result<(), wit::ToolError>, GuestFailure> {
+    async fn call(self: Box<Self>, input: &str) -> Result<Result<(), ToolError>, GuestFailure> {
         ToolInstance::call(*self, input).await
     }
 
     async fn check_read_only(&mut self, input: &str) -> anyhow::Result<bool> {
-        let bindings = self.bindings.clone();
-        Ok(enter!(self, |s| bindings.toolhost_tool_tool().call_check_read_only(s, input))?)
+        Ok(enter!(self, |s| self.bindings.check_read_only(s, input))?)
     }
 
     async fn check_permissions(&mut self, input: &str, ctx: &permission::Context) -> anyhow::Result<ToolVerdict> {
-        let bindings = self.bindings.clone();
-        let ctx = cached_context(&mut self.last_context, ctx);
-        let d = enter!(self, |s| bindings.toolhost_tool_tool().call_check_permissions(s, input, ctx))?;
-        Ok(ToolVerdict {
-            behavior: behavior_from_wit(d.behavior),
-            message: d.message,
-            reason: d.reason,
-            bypass_immune: d.bypass_immune,
-        })
+        Ok(enter!(self, |s| self.bindings.check_permissions(s, input, ctx))?)
     }
 
     async fn match_rule(
@@ -285,20 +188,11 @@ impl Callable for ToolInstance {
         input: &str,
         ctx: &permission::Context,
     ) -> anyhow::Result<Option<usize>> {
-        let bindings = self.bindings.clone();
-        let ctx = cached_context(&mut self.last_context, ctx);
-        let b = behavior_to_wit(behavior);
-        let index = enter!(self, |s| bindings.toolhost_tool_tool().call_match_rule(s, b, contents, input, ctx))?;
+        let index = enter!(self, |s| self.bindings.match_rule(s, behavior, contents, input, ctx))?;
         Ok(index.map(|i| i as usize))
     }
 
     async fn suggestions(&mut self, input: &str, ctx: &permission::Context) -> anyhow::Result<Vec<Rule>> {
-        let bindings = self.bindings.clone();
-        let ctx = cached_context(&mut self.last_context, ctx);
-        let rules = enter!(self, |s| bindings.toolhost_tool_tool().call_generate_suggestions(s, input, ctx))?;
-        Ok(rules
-            .into_iter()
-            .map(|r| Rule { tool: r.tool_name, content: r.rule_content, behavior: behavior_from_wit(r.behavior) })
-            .collect())
+        Ok(enter!(self, |s| self.bindings.suggestions(s, input, ctx))?)
     }
 }

@@ -23,7 +23,7 @@ use crate::execution::host::{ExecutionHost, Permit, Verdict};
 use crate::execution::instance::with_deadline;
 use crate::execution::loaded::{LoadedTool, validate_input};
 use crate::response::Chunk;
-use crate::runtime::bindings::wit_types::{self as wit, ToolError};
+use crate::types::{self, ToolError};
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::imports::chain::{ChainRunner, InnerOutcome, NextHandler};
 use crate::runtime::store::{CallSetup, Deadline, OutputSink, new_store};
@@ -291,7 +291,7 @@ impl Chain {
         let waiting = link.waiting.clone();
         state.chain = Some(link.clone());
         let mut store = new_store(self.host.runtime(), state);
-        let instance = match mw.pre.instantiate_async(&mut store).await {
+        let instance = match mw.pre.instantiate(&mut store).await {
             Ok(i) => i,
             Err(e) => return Err(self.fault(name, MiddlewareFault::Instantiate(format!("{e:#}")), false)),
         };
@@ -300,11 +300,7 @@ impl Chain {
             Err(e) => return Err(self.fault(name, MiddlewareFault::Instantiate(format!("{e}")), false)),
         };
         let metadata = wit_metadata(&self.tool.info);
-        let result = with_deadline(
-            &self.deadline,
-            instance.toolhost_tool_middleware().call_on_tool_call(&mut store, &metadata, &input, handler),
-        )
-        .await;
+        let result = with_deadline(&self.deadline, instance.on_tool_call(&mut store, metadata, &input, handler)).await;
         let was_waiting = waiting.load(Ordering::Relaxed);
         if store.data().sink.truncated() {
             return Err(self.fault(name, MiddlewareFault::Flood { limit_bytes: limits.max_output_bytes }, false));
@@ -402,8 +398,8 @@ fn refusal_text(decision: &crate::permission::Decision) -> String {
 }
 
 /// A tool's metadata as the WIT record a middleware receives.
-fn wit_metadata(info: &ToolInfo) -> wit::ToolMetadata {
-    wit::ToolMetadata {
+fn wit_metadata(info: &ToolInfo) -> types::ToolMetadata {
+    types::ToolMetadata {
         name: info.name.clone(),
         description: info.description.clone(),
         input_schema: info.input_schema.to_string(),
@@ -413,7 +409,7 @@ fn wit_metadata(info: &ToolInfo) -> wit::ToolMetadata {
         state_injected: info.state_injected,
         mcp_origin: info.mcp_origin.clone(),
         result_metadata_schema: info.result_metadata_schema.as_ref().map(|s| s.to_string()),
-        capabilities: wit::Capabilities {
+        capabilities: types::Capabilities {
             fs_read: info.capabilities.fs_read.clone(),
             fs_write: info.capabilities.fs_write.clone(),
             process_exec: info.capabilities.process_exec,

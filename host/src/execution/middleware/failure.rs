@@ -2,7 +2,7 @@
 //! middleware (by name), or an attachment naming a middleware that is not
 //! loaded.
 
-use crate::runtime::bindings::wit_types::ToolError;
+use crate::types::ToolError;
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::imports::chain::InnerOutcome;
 

@@ -14,7 +14,7 @@ use crate::capability::Grants;
 use crate::catalog::component::{ComponentKind, check_exports, check_header};
 use crate::catalog::tool::{LoadError, MAX_DESCRIPTION_BYTES, Origin, check_text_size};
 use crate::execution::instance::with_deadline;
-use crate::runtime::bindings::middleware::MiddlewareComponentPre;
+use crate::runtime::bindings::MiddlewarePre;
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::store::{CallSetup, Deadline, new_store};
 use crate::runtime::{CallState, Runtime};
@@ -23,7 +23,7 @@ use crate::runtime::{CallState, Runtime};
 pub struct LoadedMiddleware {
     /// Its name and description.
     pub info: MiddlewareInfo,
-    pub(super) pre: MiddlewareComponentPre<CallState>,
+    pub(super) pre: MiddlewarePre,
 }
 
 /// Checks, compiles and introspects a middleware component (calling its
@@ -42,7 +42,7 @@ pub async fn load_middleware_component(
         .middleware_linker()
         .instantiate_pre(&component)
         .map_err(|e| LoadError::MiddlewareUnknownImport(label.into(), format!("{e:#}")))?;
-    let pre = MiddlewareComponentPre::new(pre)
+    let pre = MiddlewarePre::new(wit_version, pre)
         .map_err(|e| LoadError::MiddlewareWrongWorld(label.into(), format!("{e:#}")))?;
     let limits = runtime.probe_limits();
     let deadline = Deadline::new(limits.timeout(), Duration::ZERO);
@@ -61,8 +61,8 @@ pub async fn load_middleware_component(
     });
     let mut store = new_store(runtime, state);
     let probe = async {
-        let instance = pre.instantiate_async(&mut store).await?;
-        instance.toolhost_tool_middleware().call_info(&mut store).await
+        let instance = pre.instantiate(&mut store).await?;
+        instance.info(&mut store).await
     };
     let info = match with_deadline(&deadline, probe).await {
         Some(Ok(info)) => info,
@@ -87,7 +87,13 @@ pub async fn load_middleware_component(
     check_text_size("description", &info.description, MAX_DESCRIPTION_BYTES)
         .map_err(|e| LoadError::MiddlewareInfo(label.into(), e))?;
     Ok(LoadedMiddleware {
-        info: MiddlewareInfo { name: info.name, description: info.description, origin, wit_version, sha256 },
+        info: MiddlewareInfo {
+            name: info.name,
+            description: info.description,
+            origin,
+            wit_version: wit_version.to_string(),
+            sha256,
+        },
         pre,
     })
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::chain::Link;
 use crate::catalog::tool::ToolInfo;
 use crate::response::Chunk;
-use crate::runtime::bindings::wit_types::ToolError;
+use crate::types::ToolError;
 use crate::runtime::imports::chain::{InnerCall, NextHandler};
 use crate::runtime::store::OutputSink;
 

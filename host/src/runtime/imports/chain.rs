@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::{mpsc, oneshot};
 use wasmtime::component::Resource;
 
-use super::output::to_wit;
+use super::HostError;
 use crate::response::Chunk;
 use crate::runtime::CallState;
-use crate::runtime::bindings::middleware::toolhost::tool::chain as wit;
-use crate::runtime::bindings::wit_types::{self as types, ToolError};
+use crate::runtime::bindings::v0_1_0::chain as wit;
+use crate::types::ToolError;
 
 /// How the inner layers of a run ended, as a middleware sees it.
 pub type InnerOutcome = Result<(), ToolError>;
@@ -104,18 +104,11 @@ impl NextHandler {
 impl wit::Host for CallState {}
 
 impl wit::HostNextHandler for CallState {
-    async fn run(
-        &mut self,
-        handler: Resource<NextHandler>,
-        input: String,
-    ) -> wasmtime::Result<Result<Resource<InnerCall>, ToolError>> {
+    async fn run(&mut self, handler: Resource<NextHandler>, input: String) -> Result<Resource<InnerCall>, HostError> {
         let handler = self.table.get(&handler)?;
         let runner = NextHandler { runner: handler.runner.clone(), waiting: handler.waiting.clone() };
-        let started = runner.start(input).await;
-        match started {
-            Ok(call) => Ok(Ok(self.table.push(call)?)),
-            Err(e) => Ok(Err(e)),
-        }
+        let call = runner.start(input).await?;
+        Ok(self.table.push(call)?)
     }
 
     async fn drop(&mut self, handler: Resource<NextHandler>) -> wasmtime::Result<()> {
@@ -125,14 +118,14 @@ impl wit::HostNextHandler for CallState {
 }
 
 impl wit::HostInnerCall for CallState {
-    async fn next_chunk(&mut self, call: Resource<InnerCall>) -> wasmtime::Result<Option<types::Chunk>> {
+    async fn next_chunk(&mut self, call: Resource<InnerCall>) -> wasmtime::Result<Option<wit::Chunk>> {
         let call = self.table.get_mut(&call)?;
-        Ok(call.next().await.map(to_wit))
+        Ok(call.next().await.map(Into::into))
     }
 
-    async fn outcome(&mut self, call: Resource<InnerCall>) -> wasmtime::Result<Result<(), ToolError>> {
+    async fn outcome(&mut self, call: Resource<InnerCall>) -> Result<(), HostError> {
         let call = self.table.get_mut(&call)?;
-        Ok(call.outcome().await)
+        Ok(call.outcome().await?)
     }
 
     async fn drop(&mut self, call: Resource<InnerCall>) -> wasmtime::Result<()> {

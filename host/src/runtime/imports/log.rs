@@ -1,5 +1,5 @@
 use crate::runtime::CallState;
-use crate::runtime::bindings::tool::toolhost::tool::log::{Host, Level};
+use crate::runtime::bindings::v0_1_0::log::{Host, Level};
 
 impl Host for CallState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {

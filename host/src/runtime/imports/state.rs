@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::backend::scope::Access;
 use crate::backend::{self, BackendError};
 use crate::runtime::CallState;
-use crate::runtime::bindings::tool::toolhost::tool::state::Host;
+use crate::runtime::bindings::v0_1_0::state::Host;
 use crate::state::{AgentState, StateBounds};
 
 impl CallState {
