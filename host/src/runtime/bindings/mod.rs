@@ -119,8 +119,9 @@ pub fn route<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Option<WitV
 }
 
 /// A tool component linked and ready to instantiate, at its WIT version.
-pub enum ToolPre {
-    /// `toolhost:tool@0.1.0`.
+pub struct ToolPre(ToolPreInner);
+
+enum ToolPreInner {
     V0_1_0(v0_1_0::ToolComponentPre<CallState>),
 }
 
@@ -128,21 +129,21 @@ impl ToolPre {
     /// Checks that the linked component exports the tool world of `version`.
     pub(crate) fn new(version: WitVersion, pre: InstancePre<CallState>) -> wasmtime::Result<Self> {
         Ok(match version {
-            WitVersion::V0_1_0 => ToolPre::V0_1_0(v0_1_0::ToolComponentPre::new(pre)?),
+            WitVersion::V0_1_0 => ToolPre(ToolPreInner::V0_1_0(v0_1_0::ToolComponentPre::new(pre)?)),
         })
     }
 
     /// The WIT version the component was built against.
     pub fn version(&self) -> WitVersion {
-        match self {
-            ToolPre::V0_1_0(_) => WitVersion::V0_1_0,
+        match self.0 {
+            ToolPreInner::V0_1_0(_) => WitVersion::V0_1_0,
         }
     }
 
     /// Instantiates the component in `store`.
     pub async fn instantiate(&self, store: &mut Store<CallState>) -> wasmtime::Result<ToolBindings> {
-        Ok(match self {
-            ToolPre::V0_1_0(pre) => ToolBindings(ToolInner::V0_1_0(v0_1_0::Tool::instantiate(pre, store).await?)),
+        Ok(match &self.0 {
+            ToolPreInner::V0_1_0(pre) => ToolBindings(ToolInner::V0_1_0(v0_1_0::Tool::instantiate(pre, store).await?)),
         })
     }
 }
@@ -217,8 +218,9 @@ impl ToolBindings {
 }
 
 /// A middleware component linked and ready to instantiate, at its WIT version.
-pub enum MiddlewarePre {
-    /// `toolhost:tool@0.1.0`.
+pub struct MiddlewarePre(MiddlewarePreInner);
+
+enum MiddlewarePreInner {
     V0_1_0(v0_1_0::MiddlewareComponentPre<CallState>),
 }
 
@@ -226,14 +228,14 @@ impl MiddlewarePre {
     /// Checks that the linked component exports the middleware world of `version`.
     pub(crate) fn new(version: WitVersion, pre: InstancePre<CallState>) -> wasmtime::Result<Self> {
         Ok(match version {
-            WitVersion::V0_1_0 => MiddlewarePre::V0_1_0(v0_1_0::MiddlewareComponentPre::new(pre)?),
+            WitVersion::V0_1_0 => MiddlewarePre(MiddlewarePreInner::V0_1_0(v0_1_0::MiddlewareComponentPre::new(pre)?)),
         })
     }
 
     /// Instantiates the component in `store`.
     pub async fn instantiate(&self, store: &mut Store<CallState>) -> wasmtime::Result<MiddlewareBindings> {
-        Ok(match self {
-            MiddlewarePre::V0_1_0(pre) => {
+        Ok(match &self.0 {
+            MiddlewarePreInner::V0_1_0(pre) => {
                 MiddlewareBindings(MiddlewareInner::V0_1_0(v0_1_0::Middleware::instantiate(pre, store).await?))
             }
         })
@@ -286,5 +288,29 @@ mod tests {
         assert_eq!(package_version("toolhost:tool/backend@0.1.0"), Some("0.1.0"));
         assert_eq!(package_version("other:tool/backend@0.1.0"), None);
         assert_eq!(WitVersion::accepted(), "0.1.0");
+    }
+
+    /// Real components: a built-in (built from `guest-tools/`) is routed
+    /// from its own import and export names to `v0_1_0`, and its linked
+    /// form is that module's.
+    #[test]
+    fn a_built_in_routes_to_v0_1_0() {
+        let runtime = crate::runtime::Runtime::new(&crate::runtime::RuntimeOptions {
+            disable_pooling: true,
+            ..Default::default()
+        })
+        .unwrap();
+        let builtin = crate::builtin::find("Glob").expect("the Glob built-in");
+        let (component, _) = runtime.compile(builtin.bytes).unwrap();
+        let version =
+            crate::tool::check_exports(&runtime, &component, "built-in glob", crate::tool::ComponentKind::Tool)
+                .unwrap();
+        assert_eq!(version, WitVersion::V0_1_0);
+        let linked = runtime.tool_linker().instantiate_pre(&component).unwrap();
+        assert_eq!(ToolPre::new(version, linked).unwrap().version(), WitVersion::V0_1_0);
+        let err =
+            crate::tool::check_exports(&runtime, &component, "built-in glob", crate::tool::ComponentKind::Middleware)
+                .unwrap_err();
+        assert!(matches!(err, crate::tool::LoadError::NotMiddleware(_)), "{err}");
     }
 }
