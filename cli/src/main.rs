@@ -13,6 +13,7 @@ mod inspect;
 mod list;
 mod prompt;
 mod run;
+mod serve;
 mod shown;
 mod wit;
 
@@ -62,6 +63,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(a) => run::run(&cli.global, a).await,
         Command::Check(a) => check::check(&cli.global, a).await,
         Command::Inspect(a) => inspect::inspect(&cli.global, a).await,
+        Command::Serve(a) => serve::serve(&cli.global, a).await,
         Command::Wit(a) => wit::wit(a),
     }
 }
