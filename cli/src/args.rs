@@ -195,8 +195,40 @@ pub enum Command {
     Check(CheckArgs),
     /// Show what a .wasm component is: metadata, WIT version, capabilities, imports, hash
     Inspect(InspectArgs),
+    /// Serve every tool to MCP clients (stdio by default, or streamable HTTP
+    /// with --http), with the same settings, permissions and limits as `call`
+    Serve(ServeArgs),
     /// Print (or write to a folder) the WIT package this toolhost speaks, to build plugins against
     Wit(WitArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Serve on stdin/stdout (the default): what an MCP client starts as a subprocess
+    #[arg(long, conflicts_with = "http")]
+    pub stdio: bool,
+    /// Serve MCP streamable HTTP at http://ADDR/mcp (e.g. 127.0.0.1:8765); an address other than loopback needs a token
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// Bearer token every HTTP request must carry (prefer --token-file or the environment: arguments are visible to other users)
+    #[arg(long, env = "TOOLHOST_MCP_TOKEN", hide_env_values = true, value_name = "T", requires = "http")]
+    pub token: Option<String>,
+    /// Read the bearer token from the first line of this file
+    #[arg(long, value_name = "FILE", requires = "http", conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
+    /// Browser origin allowed to call over HTTP, e.g. http://localhost:3000 (repeatable); any other Origin is refused
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
+    pub allowed_origins: Vec<String>,
+    /// Host name the HTTP Host header may carry besides loopback and the bound address (repeatable)
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+    pub allowed_hosts: Vec<String>,
+    /// Largest HTTP request body in bytes [default: 4 MiB]
+    #[arg(long, value_name = "BYTES", requires = "http")]
+    pub max_body_bytes: Option<usize>,
+    /// Keep one named agent state (read cache, tasks) for every client, as `call --session` does;
+    /// without it each MCP session has its own state, dropped when the session ends
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -14,6 +14,7 @@ mod list;
 mod out;
 mod prompt;
 mod run;
+mod serve;
 mod shown;
 mod wit;
 
@@ -63,6 +64,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(a) => run::run(&cli.global, a).await,
         Command::Check(a) => check::check(&cli.global, a).await,
         Command::Inspect(a) => inspect::inspect(&cli.global, a).await,
+        Command::Serve(a) => serve::serve(&cli.global, a).await,
         Command::Wit(a) => wit::wit(a),
     }
 }

@@ -108,6 +108,18 @@ pub struct CallStream {
     pub(crate) rx: mpsc::Receiver<CallEvent>,
     /// The call itself, until it is started.
     pub(crate) pending: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
+    /// The call's task once [`CallStream::next`] started it: aborted when
+    /// the stream is dropped, which drops the instance and kills its
+    /// processes (how a front end cancels a call).
+    pub(crate) running: Option<tokio::task::AbortHandle>,
+}
+
+impl Drop for CallStream {
+    fn drop(&mut self) {
+        if let Some(task) = &self.running {
+            task.abort();
+        }
+    }
 }
 
 impl CallStream {
@@ -115,7 +127,7 @@ impl CallStream {
     /// the tool call as a task of its own.
     pub async fn next(&mut self) -> Option<CallEvent> {
         if let Some(run) = self.pending.take() {
-            tokio::spawn(run);
+            self.running = Some(tokio::spawn(run).abort_handle());
         }
         self.rx.recv().await
     }
@@ -125,15 +137,16 @@ impl CallStream {
     /// in the caller's task.
     pub async fn finish(mut self, answer: PermissionAnswer) -> Outcome {
         let run = self.pending.take();
-        let drain = self.drain(answer);
+        let rx = std::mem::replace(&mut self.rx, mpsc::channel(1).1);
+        let drain = Self::drain(rx, answer);
         match run {
             Some(run) => tokio::join!(run, drain).1,
             None => drain.await,
         }
     }
 
-    async fn drain(mut self, answer: PermissionAnswer) -> Outcome {
-        while let Some(event) = self.rx.recv().await {
+    async fn drain(mut rx: mpsc::Receiver<CallEvent>, answer: PermissionAnswer) -> Outcome {
+        while let Some(event) = rx.recv().await {
             match event {
                 CallEvent::Chunk(_) => {}
                 CallEvent::RememberFailed { message, .. } => tracing::warn!("{message}"),

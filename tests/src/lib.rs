@@ -174,3 +174,37 @@ pub fn have_script() -> bool {
 pub fn text(out: &Output) -> (String, String) {
     (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
+
+/// The Python of `target/mcp-venv`, a virtual environment with the MCP
+/// Python SDK (`mcp` 2.3.0) for the `toolhost serve` tests, created with
+/// pip the first time. `None` (the test skips) when Python, venv or PyPI
+/// is missing, except under `CI=true`, where that fails the test.
+pub fn mcp_python() -> Option<&'static Path> {
+    static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let venv = root().join("target/mcp-venv");
+            let python = venv.join("bin/python");
+            let ready = venv.join(".mcp-2.3.0");
+            if ready.exists() {
+                return Some(python);
+            }
+            let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().is_ok_and(|s| s.success())
+                && Command::new(&python)
+                    .args(["-m", "pip", "install", "--quiet", "mcp==2.3.0"])
+                    .status()
+                    .is_ok_and(|s| s.success());
+            if made {
+                std::fs::write(&ready, "").expect("marking the MCP venv ready");
+                return Some(python);
+            }
+            assert!(
+                std::env::var("CI").is_err(),
+                "could not create {} with the Python package mcp==2.3.0 (python3-venv and pip, and PyPI, are needed)",
+                venv.display()
+            );
+            eprintln!("skipped: no Python venv with mcp==2.3.0 (python3 -m venv, pip and PyPI are needed)");
+            None
+        })
+        .as_deref()
+}

@@ -116,7 +116,7 @@ impl Toolhost {
                 let _ = tx.send(CallEvent::Finished(response)).await;
             }
         };
-        CallStream { rx, pending: Some(Box::pin(run)) }
+        CallStream { rx, pending: Some(Box::pin(run)), running: None }
     }
 
     /// Runs one call end to end; `None` when it stopped for external execution.

@@ -1,0 +1,65 @@
+//! `toolhost serve`: a long-running host that agents reach over MCP.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, bail};
+use toolhost_mcp::{HttpOptions, McpFront, MemorySessions, NamedSession, SessionStore};
+
+use super::args::{Global, ServeArgs};
+use super::{call, exit};
+
+pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
+    let host = global.host().await?;
+    let store: Arc<dyn SessionStore> = match &args.session {
+        Some(name) => Arc::new(NamedSession::new(call::open_session(host.settings(), name)?)),
+        None => Arc::new(MemorySessions::default()),
+    };
+    let front = McpFront::new(host, store)?;
+    match args.http {
+        None => toolhost_mcp::serve_stdio(front, stopped()).await?,
+        Some(addr) => {
+            let mut options = HttpOptions::new(addr);
+            options.token = token(args.token, args.token_file.as_ref())?;
+            options.allowed_origins = args.allowed_origins;
+            options.allowed_hosts = args.allowed_hosts;
+            if let Some(bytes) = args.max_body_bytes {
+                options.max_body_bytes = bytes;
+            }
+            let announce = |bound| eprintln!("toolhost serve: listening on http://{bound}/mcp");
+            toolhost_mcp::serve_http(front, options, announce, stopped()).await?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// The token from --token or the first line of --token-file.
+fn token(token: Option<String>, file: Option<&PathBuf>) -> Result<Option<String>> {
+    match (token, file) {
+        (Some(_), Some(_)) => bail!("give the token once: --token or --token-file, not both"),
+        (Some(t), None) => Ok(Some(t)),
+        (None, Some(path)) => {
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("reading the token from {}", path.display()))?;
+            Ok(Some(text.lines().next().unwrap_or_default().trim().to_string()))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn stopped() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("warning: cannot watch for SIGTERM ({e}); stop with SIGINT");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    eprintln!("toolhost serve: stopping");
+}

@@ -1,0 +1,329 @@
+//! The engine's asks (and AskUser's questions) as MCP elicitation forms,
+//! and the sealed, single-use request state of 2026-07-28's multi-round-trip
+//! requests.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, EnumSchema};
+use rmcp::model::{RequestStateCodec, SealOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+use toolhost::permission::Decision;
+use toolhost::{ExternalResult, PermissionAnswer, PermissionRequest};
+
+/// The key of a permission ask in an `InputRequired` result.
+pub(crate) const PERMISSION: &str = "permission";
+/// The key of AskUser's questions in an `InputRequired` result.
+pub(crate) const ASK_USER: &str = "ask_user";
+
+const ALLOW_ONCE: &str = "allow_once";
+const ALLOW_AND_REMEMBER: &str = "allow_and_remember";
+const DENY: &str = "deny";
+
+/// How long a sealed request state can be answered.
+const STATE_TTL: Duration = Duration::from_secs(600);
+/// The most rounds a client may have open at once (each holds one nonce).
+const MAX_PENDING: usize = 10_000;
+
+/// Whether "allow and remember" may be offered for `decision`.
+fn can_remember(decision: &Decision) -> bool {
+    !decision.suggested_rules.is_empty() && !decision.bypass_immune
+}
+
+/// The form for a permission ask: allow once, allow and remember (when
+/// there are rules to remember), deny.
+pub(crate) fn permission_form(req: &PermissionRequest) -> ElicitRequestParams {
+    let d = &req.decision;
+    let mut message = format!("{} wants to run with {}\n{}", req.tool, req.input, d.message);
+    if let Some(reason) = &d.reason {
+        message.push_str(&format!("\n({reason})"));
+    }
+    let (mut values, mut titles) = (vec![ALLOW_ONCE.to_string()], vec!["Allow once".to_string()]);
+    if can_remember(d) {
+        let rules: Vec<String> = d.suggested_rules.iter().map(|r| r.to_string()).collect();
+        values.push(ALLOW_AND_REMEMBER.into());
+        titles.push(format!("Allow and remember {}", rules.join(", ")));
+    }
+    values.push(DENY.into());
+    titles.push("Deny".into());
+    let choice = EnumSchema::builder(values).enum_titles(titles).map(|b| b.build());
+    let schema = choice
+        .ok()
+        .and_then(|c| ElicitationSchema::builder().required_enum_schema("decision", c).build().ok())
+        .unwrap_or_else(|| ElicitationSchema::builder().required_string("decision").build_unchecked());
+    ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema }
+}
+
+/// The answer a client's elicitation result gives to `decision`: only an
+/// accepted form with a known choice allows; the rules remembered are the
+/// engine's suggestions, never anything the client sent.
+pub(crate) fn permission_answer(result: &ElicitResult, decision: &Decision) -> PermissionAnswer {
+    if result.action != ElicitationAction::Accept {
+        return PermissionAnswer::Deny;
+    }
+    match result.content.as_ref().and_then(|c| c.get("decision")).and_then(Value::as_str) {
+        Some(ALLOW_ONCE) => PermissionAnswer::AllowOnce,
+        Some(ALLOW_AND_REMEMBER) if can_remember(decision) => {
+            PermissionAnswer::AllowAndRemember(decision.suggested_rules.clone())
+        }
+        _ => PermissionAnswer::Deny,
+    }
+}
+
+/// The tool error for an ask when the client cannot elicit: names the rule
+/// that would allow the call, so the model can tell the user.
+pub(crate) fn not_asked(req: &PermissionRequest) -> String {
+    let d = &req.decision;
+    let mut text = format!(
+        "Permission denied: {} (toolhost could not ask the user: this MCP client does not support elicitation).",
+        d.message
+    );
+    if d.bypass_immune {
+        text.push_str(&format!(
+            " This is a safety check: no allow rule can allow it; only --mode bypass skips it. ({})",
+            d.reason.as_deref().unwrap_or_default()
+        ));
+    } else {
+        let rule = d.suggested_rules.first().map(|r| r.to_string()).unwrap_or_else(|| req.tool.clone());
+        text.push_str(&format!(
+            " To allow calls like this, add the rule `{rule}` to the server's settings: --allow '{rule}' or \
+             [permissions].allow in toolhost.toml."
+        ));
+    }
+    text
+}
+
+#[derive(Deserialize)]
+struct Questions {
+    questions: Vec<Question>,
+}
+
+#[derive(Deserialize)]
+struct Question {
+    question: String,
+    header: String,
+    options: Vec<QuestionOption>,
+    #[serde(default)]
+    multi_select: bool,
+}
+
+#[derive(Deserialize)]
+struct QuestionOption {
+    label: String,
+    description: String,
+}
+
+/// The form for AskUser's questions (its validated input): one choice per
+/// question (several for multi-select), plus an optional free answer.
+pub(crate) fn ask_user_form(input: &Value) -> Option<ElicitRequestParams> {
+    let q: Questions = serde_json::from_value(input.clone()).ok()?;
+    let mut schema = ElicitationSchema::builder();
+    let mut message = String::from("The agent asks:");
+    for (i, question) in q.questions.iter().enumerate() {
+        message.push_str(&format!("\n[{}] {}", question.header, question.question));
+        let values: Vec<String> = question.options.iter().map(|o| o.label.clone()).collect();
+        let titles: Vec<String> = question.options.iter().map(|o| format!("{} — {}", o.label, o.description)).collect();
+        let builder = EnumSchema::builder(values).title(question.header.clone()).enum_titles(titles).ok()?;
+        let choice = if question.multi_select { builder.multiselect().build() } else { builder.build() };
+        schema = schema.optional_enum_schema(format!("q{i}"), choice).optional_string(format!("q{i}_other"));
+    }
+    let requested_schema = schema.build().ok()?;
+    Some(ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema })
+}
+
+/// AskUser's result from the user's answers to [`ask_user_form`], in the
+/// shape the terminal gives (`answers`: question, selected, other).
+pub(crate) fn ask_user_result(input: &Value, result: &ElicitResult) -> Option<ExternalResult> {
+    if result.action != ElicitationAction::Accept {
+        return None;
+    }
+    let q: Questions = serde_json::from_value(input.clone()).ok()?;
+    let content = result.content.clone().unwrap_or_default();
+    let mut lines = Vec::new();
+    let mut answers = Vec::new();
+    for (i, question) in q.questions.iter().enumerate() {
+        // Only labels the question offered count as selected.
+        let picked: Vec<String> = match content.get(format!("q{i}")) {
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+            _ => Vec::new(),
+        };
+        let selected: Vec<String> =
+            picked.into_iter().filter(|p| question.options.iter().any(|o| &o.label == p)).collect();
+        let other = content.get(format!("q{i}_other")).and_then(Value::as_str).filter(|s| !s.is_empty());
+        let mut parts = selected.clone();
+        if let Some(other) = other {
+            parts.push(format!("Other: {other}"));
+        }
+        lines.push(format!("- {}: {}", question.question, parts.join(", ")));
+        answers.push(json!({"question": question.question, "selected": selected, "other": other}));
+    }
+    let Value::Object(metadata) = json!({ "answers": answers }) else { return None };
+    Some(ExternalResult { output: format!("The user answered:\n{}", lines.join("\n")), state: None, metadata })
+}
+
+/// The hex SHA-256 of a JSON value's text: binds an answer to one input.
+pub(crate) fn digest(value: &Value) -> String {
+    hex::encode(Sha256::digest(value.to_string().as_bytes()))
+}
+
+/// An answer the user gave in an earlier round of one call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum Answer {
+    /// A permission ask about `tool` with the input of this digest.
+    Permission { tool: String, input: String, choice: String },
+    /// AskUser's questions with this input digest.
+    AskUser { input: String, result: ExternalResult },
+}
+
+impl Answer {
+    /// The permission answer for `req`, if this answer is about it.
+    pub(crate) fn permission_for(&self, req: &PermissionRequest) -> Option<PermissionAnswer> {
+        match self {
+            Answer::Permission { tool, input, choice } if *tool == req.tool && *input == digest(&req.input) => {
+                let result = ElicitResult::new(ElicitationAction::Accept).with_content(json!({ "decision": choice }));
+                Some(permission_answer(&result, &req.decision))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What a round asked, sealed into its request state.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum Pending {
+    /// A permission ask about `tool` with the input of this digest.
+    Permission { tool: String, input: String },
+    /// AskUser's questions (the input, to rebuild the answer).
+    AskUser { input: Value },
+}
+
+impl Pending {
+    /// The answer the client's response to this round gives.
+    pub(crate) fn answer(&self, response: &ElicitResult) -> Answer {
+        match self {
+            Pending::Permission { tool, input } => {
+                let choice = if response.action == ElicitationAction::Accept {
+                    response.content.as_ref().and_then(|c| c.get("decision")).and_then(Value::as_str).unwrap_or(DENY)
+                } else {
+                    DENY
+                };
+                Answer::Permission { tool: tool.clone(), input: input.clone(), choice: choice.to_string() }
+            }
+            Pending::AskUser { input } => Answer::AskUser {
+                input: digest(input),
+                result: ask_user_result(input, response).unwrap_or_else(|| ExternalResult {
+                    output: "The user declined to answer.".into(),
+                    state: Some(toolhost::response::ResultState::Error),
+                    metadata: Default::default(),
+                }),
+            },
+        }
+    }
+
+    /// The key of this round's input request.
+    pub(crate) fn key(&self) -> &'static str {
+        match self {
+            Pending::Permission { .. } => PERMISSION,
+            Pending::AskUser { .. } => ASK_USER,
+        }
+    }
+}
+
+/// The request state of one round: the answers so far, what this round
+/// asks, and the nonce that makes it single-use.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct RoundState {
+    nonce: String,
+    pub(crate) answers: Vec<Answer>,
+    pub(crate) pending: Pending,
+}
+
+/// Seals round states (HMAC-SHA256, bound to the tool and its arguments)
+/// and keeps each live round's nonce, consumed atomically on its answer.
+pub(crate) struct Rounds {
+    codec: RequestStateCodec,
+    nonces: Mutex<HashMap<String, Instant>>,
+}
+
+impl Rounds {
+    /// A sealer with a fresh random key (states do not outlive the process).
+    pub(crate) fn new() -> anyhow::Result<Self> {
+        let key = random_bytes::<32>()?;
+        let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|e| anyhow::anyhow!("request state key: {e}"))?;
+        Ok(Self { codec, nonces: Mutex::new(HashMap::new()) })
+    }
+
+    /// Seals a round that asks `pending`, after `answers`.
+    pub(crate) fn seal(
+        &self,
+        tool: &str,
+        args: &Value,
+        answers: Vec<Answer>,
+        pending: Pending,
+    ) -> anyhow::Result<String> {
+        let nonce = hex::encode(random_bytes::<16>()?);
+        {
+            let mut nonces = self.nonces.lock().unwrap_or_else(|p| p.into_inner());
+            let now = Instant::now();
+            nonces.retain(|_, born| now.duration_since(*born) < STATE_TTL);
+            if nonces.len() >= MAX_PENDING {
+                anyhow::bail!("too many questions are waiting for answers; answer or abandon some first");
+            }
+            nonces.insert(nonce.clone(), now);
+        }
+        let state = RoundState { nonce, answers, pending };
+        let payload = serde_json::to_vec(&state)?;
+        let ad = associated_data(tool, args);
+        Ok(self.codec.seal_with(&payload, &SealOptions::new().associated_data(&ad).ttl(STATE_TTL)))
+    }
+
+    /// Opens a round's state for a retry of `tool` with `args` and consumes
+    /// its nonce: a state that was tampered with, belongs to another call,
+    /// expired or was already used is refused.
+    pub(crate) fn open(&self, sealed: &str, tool: &str, args: &Value) -> Result<RoundState, String> {
+        let ad = associated_data(tool, args);
+        let payload = self.codec.open_with(sealed, &ad).map_err(|e| format!("the request state is not valid: {e}"))?;
+        let state: RoundState =
+            serde_json::from_slice(&payload).map_err(|e| format!("the request state is not valid: {e}"))?;
+        let fresh = self.nonces.lock().unwrap_or_else(|p| p.into_inner()).remove(&state.nonce);
+        match fresh {
+            Some(born) if born.elapsed() < STATE_TTL => Ok(state),
+            _ => Err("this request state was already answered or has expired; call the tool again".into()),
+        }
+    }
+}
+
+fn associated_data(tool: &str, args: &Value) -> Vec<u8> {
+    format!("toolhost-mcp/v1\0{tool}\0{}", digest(args)).into_bytes()
+}
+
+fn random_bytes<const N: usize>() -> anyhow::Result<[u8; N]> {
+    let mut buf = [0u8; N];
+    getrandom::fill(&mut buf).map_err(|e| anyhow::anyhow!("no randomness from the operating system: {e}"))?;
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_state_opens_once_and_only_for_its_call() {
+        let rounds = Rounds::new().unwrap();
+        let args = json!({"command": "ls"});
+        let pending = Pending::Permission { tool: "Bash".into(), input: digest(&args) };
+        let sealed = rounds.seal("Bash", &args, vec![], pending.clone()).unwrap();
+        assert!(rounds.open(&sealed, "Bash", &json!({"command": "rm -rf /"})).is_err(), "other arguments");
+        assert!(rounds.open(&sealed, "Write", &args).is_err(), "another tool");
+        let mut tampered = sealed.clone();
+        tampered.insert(tampered.len() / 2, 'A');
+        assert!(rounds.open(&tampered, "Bash", &args).is_err(), "tampered");
+        assert!(rounds.open(&sealed, "Bash", &args).is_ok(), "the first answer");
+        let again = rounds.open(&sealed, "Bash", &args).unwrap_err();
+        assert!(again.contains("already answered"), "{again}");
+    }
+}

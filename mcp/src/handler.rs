@@ -1,0 +1,177 @@
+//! The MCP server handler: lists the host's tools and runs calls.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ElicitResult, Implementation, InputRequest, InputRequests,
+    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use toolhost::{CallRequest, Toolhost};
+
+use crate::asks::{Answer, Rounds};
+use crate::call::{Asker, Driven, drive};
+use crate::session::{SessionGuard, SessionStore};
+use crate::tools::{error_result, mcp_tool};
+
+/// The session key of requests that carry no session (2026-07-28 is
+/// sessionless): they share one state.
+const SESSIONLESS: &str = "sessionless";
+
+/// Serves one [`Toolhost`] to MCP clients. Cheap to clone; each clone made
+/// by [`McpFront::for_new_session`] has its own agent state.
+#[derive(Clone)]
+pub struct McpFront {
+    shared: Arc<Shared>,
+    session: Arc<SessionGuard>,
+}
+
+struct Shared {
+    host: Toolhost,
+    store: Arc<dyn SessionStore>,
+    rounds: Rounds,
+}
+
+impl McpFront {
+    /// A front for `host` whose sessions keep their state in `store`.
+    pub fn new(host: Toolhost, store: Arc<dyn SessionStore>) -> anyhow::Result<Self> {
+        let shared = Arc::new(Shared { host, store: store.clone(), rounds: Rounds::new()? });
+        Ok(Self { session: Arc::new(SessionGuard { key: new_session_key(), store }), shared })
+    }
+
+    /// The same host for a new MCP session, with a state of its own (the
+    /// state ends when the last clone of the returned front is dropped).
+    pub fn for_new_session(&self) -> Self {
+        let guard = SessionGuard { key: new_session_key(), store: self.shared.store.clone() };
+        Self { shared: self.shared.clone(), session: Arc::new(guard) }
+    }
+
+    /// The host served.
+    pub fn host(&self) -> &Toolhost {
+        &self.shared.host
+    }
+}
+
+fn new_session_key() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    format!("session-{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Whether the request speaks 2026-07-28 (or later): sessionless, no
+/// server-to-client requests.
+fn is_2026(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Whether the client declared form elicitation (for this request in
+/// 2026-07-28, at `initialize` before).
+fn can_elicit(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.client_capabilities().and_then(|c| c.elicitation).is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+impl ServerHandler for McpFront {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "toolhost runs each tool as a sandboxed WebAssembly component; the user's permission rules decide \
+                 every call. A denied call's text says which rule would allow it.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let infos = self
+            .shared
+            .host
+            .list()
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("loading the tools failed: {e}"), None))?;
+        Ok(ListToolsResult::with_all_items(infos.iter().map(mcp_tool).collect()))
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let host = &self.shared.host;
+        let tool = params.name.to_string();
+        if !host.is_registered(&tool) {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool '{tool}'; tools/list names the tools this server has"),
+                None,
+            ));
+        }
+        let args = Value::Object(params.arguments.clone().unwrap_or_default());
+        let modern = is_2026(&ctx);
+        let elicits = can_elicit(&ctx);
+        let answers = match (&params.request_state, modern) {
+            (Some(sealed), true) => match self.answers_of_round(sealed, &tool, &args, &params) {
+                Ok(answers) => answers,
+                Err(text) => return Ok(error_result(text).into()),
+            },
+            _ => Vec::new(),
+        };
+        let asker = match (modern, elicits) {
+            (_, false) => Asker::Nobody,
+            (true, true) => Asker::Rounds(&answers),
+            (false, true) => Asker::Elicit,
+        };
+        let key = if modern { SESSIONLESS.to_string() } else { self.session.key.clone() };
+        let state = self
+            .shared
+            .store
+            .open(&key)
+            .map_err(|e| ErrorData::internal_error(format!("opening the session state: {e:#}"), None))?;
+        let request = CallRequest::new(&tool, args.to_string()).session(state.clone());
+        let driven = drive(host, request, &ctx, asker).await;
+        if let Err(e) = self.shared.store.save(&key, &state) {
+            tracing::warn!("saving the session state failed: {e:#}");
+        }
+        match driven {
+            Driven::Done(result) => Ok(result.into()),
+            Driven::NeedsInput(pending, form) => {
+                let key = pending.key();
+                let sealed = self
+                    .shared
+                    .rounds
+                    .seal(&tool, &args, answers, pending)
+                    .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))?;
+                let request = InputRequest::Elicitation(rmcp::model::ElicitRequest::new(form));
+                let requests = InputRequests::from([(key.to_string(), request)]);
+                Ok(InputRequiredResult::new(Some(requests), Some(sealed)).into())
+            }
+        }
+    }
+}
+
+impl McpFront {
+    /// The answers so far of a 2026-07-28 retry: opens its sealed state
+    /// (consuming the round's nonce) and adds the client's answer to the
+    /// round's question.
+    fn answers_of_round(
+        &self,
+        sealed: &str,
+        tool: &str,
+        args: &Value,
+        params: &CallToolRequestParams,
+    ) -> Result<Vec<Answer>, String> {
+        let state = self.shared.rounds.open(sealed, tool, args)?;
+        let response = params
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(state.pending.key()))
+            .ok_or_else(|| format!("the retry carries no answer under '{}'", state.pending.key()))?;
+        let response: ElicitResult = serde_json::from_value(response.clone())
+            .map_err(|e| format!("the answer is not an elicitation result: {e}"))?;
+        let mut answers = state.answers;
+        answers.push(state.pending.answer(&response));
+        Ok(answers)
+    }
+}

@@ -1,0 +1,75 @@
+//! toolhost's tool metadata as MCP tools, and its responses as MCP results.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use rmcp::model::{CallToolResult, ContentBlock as McpContent, Tool, ToolAnnotations};
+use toolhost::response::{ContentBlock, ResultState, ToolResponse};
+use toolhost::tool::ToolInfo;
+
+/// The MCP tool for `info`: its name, description and raw input schema,
+/// with hints from its flags. Hints only: the permission engine decides.
+pub(crate) fn mcp_tool(info: &ToolInfo) -> Tool {
+    let schema = match &info.input_schema {
+        serde_json::Value::Object(map) => map.clone(),
+        // A tool without an object schema still lists; any input object is
+        // then checked by the pipeline as `toolhost call` checks it.
+        _ => serde_json::Map::from_iter([("type".to_string(), serde_json::json!("object"))]),
+    };
+    Tool::new(info.name.clone(), info.description.clone(), Arc::new(schema)).with_annotations(annotations(info))
+}
+
+/// read-only → readOnly and idempotent; anything else may write
+/// (destructive); a tool that runs processes or uses the network is
+/// open-world.
+fn annotations(info: &ToolInfo) -> ToolAnnotations {
+    let open_world = info.capabilities.process_exec || info.capabilities.network;
+    ToolAnnotations::new()
+        .read_only(info.read_only)
+        .destructive(!info.read_only)
+        .idempotent(info.read_only)
+        .open_world(open_world)
+}
+
+/// The MCP result for a finished call: every state but success is an
+/// `isError` result, so the model reads the text (denials included).
+pub(crate) fn mcp_result(response: &ToolResponse) -> CallToolResult {
+    let content: Vec<McpContent> = response.content.iter().map(mcp_content).collect();
+    match response.state {
+        ResultState::Success | ResultState::Running => CallToolResult::success(content),
+        ResultState::Error | ResultState::Denied | ResultState::Interrupted => CallToolResult::error(content),
+    }
+}
+
+fn mcp_content(block: &ContentBlock) -> McpContent {
+    match block {
+        ContentBlock::Text { text } => McpContent::text(text.clone()),
+        ContentBlock::Data { media_type, data, .. } if media_type.starts_with("image/") => {
+            McpContent::image(base64::engine::general_purpose::STANDARD.encode(data), media_type.clone())
+        }
+        ContentBlock::Data { media_type, data, .. } if media_type.starts_with("audio/") => {
+            McpContent::audio(base64::engine::general_purpose::STANDARD.encode(data), media_type.clone())
+        }
+        ContentBlock::Data { media_type, data, name, .. } => McpContent::text(format!(
+            "[{media_type}, {} bytes{}]",
+            data.len(),
+            name.as_deref().map(|n| format!(", {n}")).unwrap_or_default()
+        )),
+    }
+}
+
+/// A text error result (tool failures, refusals), which the model sees.
+pub(crate) fn error_result(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![McpContent::text(text.into())])
+}
+
+/// The text of a chunk, for a progress message.
+pub(crate) fn chunk_text(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text { text } => text.clone(),
+            ContentBlock::Data { media_type, data, .. } => format!("[{media_type}, {} bytes]", data.len()),
+        })
+        .collect()
+}
