@@ -8,9 +8,22 @@
 //! crate missing from the table is a compile error), and [`load`] refuses a
 //! component whose metadata reports another name
 //! ([`LoadError::BuiltinNameMismatch`]).
+//!
+//! A built-in's metadata is known without compiling it: each guest crate
+//! carries it in `guest-tools/tools/<crate>/metadata.json`, which the build
+//! script embeds beside the component ([`Builtin::metadata`]). Listing and
+//! describing a built-in read that; compiling waits for the first call or
+//! check. The file cannot drift from the component: [`load`] compares the
+//! component's own `metadata` answer with it and refuses the tool when they
+//! differ ([`LoadError::BuiltinMetadataDrift`]), and a test compares every
+//! built-in. Believing it widens nothing: built-ins are the host's own, and
+//! their grants come from the host's policy, not from this file.
 
-use crate::runtime::Runtime;
-use crate::tool::{LoadError, LoadedTool, Origin, load_component_with_hash};
+use serde::{Deserialize, Serialize};
+
+use crate::runtime::bindings::wit_types as wit;
+use crate::runtime::{Runtime, Tier};
+use crate::tool::{LoadError, LoadedTool, Origin, ToolInfo, load_component_with_hash, validate_metadata};
 
 /// One embedded built-in tool component.
 #[derive(Debug, Clone, Copy)]
@@ -25,6 +38,124 @@ pub struct Builtin {
     pub bytes: &'static [u8],
     /// The SHA-256 of [`Builtin::bytes`] (hex), computed at build time.
     pub sha256: &'static str,
+    /// Its metadata as JSON ([`BuiltinMetadata`]), from
+    /// `guest-tools/tools/<crate>/metadata.json`.
+    pub metadata: &'static str,
+}
+
+/// The WIT package version of the embedded built-ins.
+pub const BUILTIN_WIT_VERSION: &str = "0.1.0";
+
+/// A built-in's `metadata.json`: the `tool-metadata` record of the WIT, with
+/// the schemas as JSON values rather than text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuiltinMetadata {
+    /// Name shown to the model.
+    pub name: String,
+    /// Description for the model.
+    pub description: String,
+    /// Input JSON Schema.
+    pub input_schema: serde_json::Value,
+    /// May run in parallel with other concurrency-safe calls.
+    pub concurrency_safe: bool,
+    /// Every call only reads.
+    pub read_only: bool,
+    /// Carried out outside the host.
+    pub external: bool,
+    /// Uses the agent state.
+    pub state_injected: bool,
+    /// The MCP server it proxies.
+    pub mcp_origin: Option<String>,
+    /// For external tools: the schema of the result metadata.
+    pub result_metadata_schema: Option<serde_json::Value>,
+    /// Roots it reads under.
+    pub fs_read: Vec<String>,
+    /// Roots it writes under.
+    pub fs_write: Vec<String>,
+    /// Runs processes.
+    pub process_exec: bool,
+    /// Needs the network.
+    pub network: bool,
+}
+
+impl BuiltinMetadata {
+    /// The metadata a loaded tool reported (to compare with, or to write, a
+    /// `metadata.json`).
+    pub fn of(info: &ToolInfo) -> Self {
+        Self {
+            name: info.name.clone(),
+            description: info.description.clone(),
+            input_schema: info.input_schema.clone(),
+            concurrency_safe: info.concurrency_safe,
+            read_only: info.read_only,
+            external: info.external,
+            state_injected: info.state_injected,
+            mcp_origin: info.mcp_origin.clone(),
+            result_metadata_schema: info.result_metadata_schema.clone(),
+            fs_read: info.capabilities.fs_read.clone(),
+            fs_write: info.capabilities.fs_write.clone(),
+            process_exec: info.capabilities.process_exec,
+            network: info.capabilities.network,
+        }
+    }
+
+    fn into_wit(self) -> wit::ToolMetadata {
+        wit::ToolMetadata {
+            name: self.name,
+            description: self.description,
+            input_schema: self.input_schema.to_string(),
+            concurrency_safe: self.concurrency_safe,
+            read_only: self.read_only,
+            external: self.external,
+            state_injected: self.state_injected,
+            mcp_origin: self.mcp_origin,
+            result_metadata_schema: self.result_metadata_schema.map(|s| s.to_string()),
+            capabilities: wit::Capabilities {
+                fs_read: self.fs_read,
+                fs_write: self.fs_write,
+                process_exec: self.process_exec,
+                network: self.network,
+            },
+        }
+    }
+}
+
+impl Builtin {
+    /// Its metadata from the embedded `metadata.json`, validated like a
+    /// component's (size, name, schema), without compiling the component.
+    pub fn info(&self) -> Result<ToolInfo, LoadError> {
+        let label = format!("built-in tool {}", self.name);
+        let metadata: BuiltinMetadata = serde_json::from_str(self.metadata).map_err(|e| {
+            LoadError::Metadata(
+                label.clone(),
+                format!(
+                    "guest-tools/tools/{}/metadata.json is missing or not valid ({e}); regenerate it with \
+                     `TOOLHOST_BLESS_METADATA=1 cargo test -p toolhost --lib builtin_metadata_files`",
+                    self.crate_name
+                ),
+            )
+        })?;
+        if metadata.name != self.name {
+            return Err(self.name_mismatch(metadata.name));
+        }
+        let (info, _) = validate_metadata(
+            metadata.into_wit(),
+            Origin::Builtin,
+            BUILTIN_WIT_VERSION.to_string(),
+            self.sha256.to_string(),
+            &label,
+        )?;
+        Ok(info)
+    }
+
+    fn name_mismatch(&self, reported: String) -> LoadError {
+        LoadError::BuiltinNameMismatch {
+            registered: self.name.to_string(),
+            crate_name: self.crate_name.to_string(),
+            reported,
+        }
+    }
 }
 
 /// The single source of truth for the built-ins' tool names: guest crate
@@ -77,26 +208,49 @@ const fn str_eq(a: &str, b: &str) -> bool {
 // `pub static BUILTINS: &[Builtin]`, sorted by crate name, written by build.rs.
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
 
-/// The built-in registered as `name`, if any (the registry holds the
-/// built-ins by name; this lookup is for the tests).
+/// The built-in registered as `name`, if any.
 #[cfg(test)]
 pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
-    BUILTINS.iter().find(|b| b.name == name)
+    named(name)
 }
 
 /// Loads a built-in: compiles it (through the cache), asks it for its
-/// metadata and checks that it reports the name it is registered under.
+/// metadata and checks that it reports the name it is registered under and
+/// the metadata its `metadata.json` carries.
 pub async fn load(runtime: &Runtime, builtin: &Builtin) -> Result<LoadedTool, LoadError> {
-    let label = format!("built-in tool {}", builtin.name);
-    let report =
-        load_component_with_hash(runtime, builtin.bytes, Origin::Builtin, &label, Some(builtin.sha256)).await?;
-    if report.tool.info.name != builtin.name {
-        return Err(LoadError::BuiltinNameMismatch {
-            registered: builtin.name.to_string(),
+    let tool = load_unchecked(runtime, builtin).await?;
+    if tool.info.name != builtin.name {
+        return Err(builtin.name_mismatch(tool.info.name.clone()));
+    }
+    if BuiltinMetadata::of(&tool.info) != BuiltinMetadata::of(&builtin.info()?) {
+        return Err(LoadError::BuiltinMetadataDrift {
+            name: builtin.name.to_string(),
             crate_name: builtin.crate_name.to_string(),
-            reported: report.tool.info.name,
         });
     }
-    tracing::debug!("loaded {label} (compile cache: {:?})", report.cache);
+    Ok(tool)
+}
+
+/// Loads a built-in's component and asks it for its metadata, comparing
+/// it with nothing (the metadata test and its `TOOLHOST_BLESS_METADATA`
+/// rewrite use this).
+pub async fn load_unchecked(runtime: &Runtime, builtin: &Builtin) -> Result<LoadedTool, LoadError> {
+    let label = format!("built-in tool {}", builtin.name);
+    let report =
+        load_component_with_hash(runtime, builtin.bytes, Origin::Builtin, &label, Some(builtin.sha256), Tier::Baseline)
+            .await?;
+    tracing::debug!("loaded {label}: {:?} code (compile cache: {:?})", report.tier, report.cache);
     Ok(report.tool)
+}
+
+/// The built-in registered as `name`.
+pub fn named(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.name == name)
+}
+
+/// Compiles a built-in's optimised code into the cache unless it is there
+/// (after a first use ran baseline code; blocking, seconds for the larger
+/// built-ins).
+pub fn optimise(runtime: &Runtime, builtin: &Builtin) -> anyhow::Result<()> {
+    runtime.optimise(builtin.bytes, &format!("built-in tool {}", builtin.name))
 }

@@ -377,7 +377,7 @@ impl Toolhost {
                     // context; only `call` reads them from the environment.
                     tool_config: (phase != Phase::Decide).then(|| self.tool_config(&loaded.info.name).to_string()),
                 };
-                let instance = ToolInstance::new(self.runtime(), pre, setup)
+                let instance = ToolInstance::new(pre, setup)
                     .await
                     .with_context(|| format!("starting tool '{}'", loaded.info.name))?;
                 Ok(CallableTool::Component(instance))

@@ -15,7 +15,7 @@ use crate::response::Chunk;
 use crate::runtime::bindings::tool::{ToolComponent, ToolComponentPre};
 use crate::runtime::bindings::wit_types as wit;
 use crate::runtime::failure::GuestFailure;
-use crate::runtime::store::{CallSetup, Deadline, new_store};
+use crate::runtime::store::{CallSetup, Deadline, new_store_on};
 use crate::runtime::{CallState, Limits, Runtime};
 
 /// Enters guest code under the store's deadline: `enter!(self, |store| call)`.
@@ -56,9 +56,9 @@ pub enum EntryError {
 
 impl ToolInstance {
     /// Instantiates a tool for one call, with the store `setup` describes.
-    pub async fn new(runtime: &Runtime, pre: &ToolComponentPre<CallState>, setup: CallSetup) -> anyhow::Result<Self> {
+    pub async fn new(pre: &ToolComponentPre<CallState>, setup: CallSetup) -> anyhow::Result<Self> {
         let name = setup.tool.to_string();
-        let mut store = new_store(runtime, CallState::new(setup));
+        let mut store = new_store_on(pre.engine(), CallState::new(setup));
         let bindings = pre.instantiate_async(&mut store).await.map_err(|e| anyhow!("instantiating {name}: {e:#}"))?;
         Ok(Self { store, bindings: Arc::new(bindings), name, failed: false, last_context: None })
     }
@@ -85,7 +85,7 @@ impl ToolInstance {
             output: tx,
             tool_config: None,
         };
-        let mut instance = Self::new(runtime, pre, setup).await?;
+        let mut instance = Self::new(pre, setup).await?;
         let bindings = instance.bindings.clone();
         Ok(enter!(instance, |store| bindings.toolhost_tool_tool().call_metadata(store))?)
     }

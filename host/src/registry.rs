@@ -16,7 +16,7 @@ use tokio::sync::OnceCell;
 
 use crate::builtin::Builtin;
 use crate::runtime::Runtime;
-use crate::tool::{LoadError, LoadedTool, Origin};
+use crate::tool::{LoadError, LoadedTool, Origin, ToolInfo};
 
 /// A registered tool: loaded, or loaded on first use.
 #[derive(Clone)]
@@ -50,6 +50,20 @@ impl ToolEntry {
         match self {
             ToolEntry::Loaded(_) => true,
             ToolEntry::Lazy(lazy) => lazy.loaded.initialized(),
+        }
+    }
+
+    /// Its metadata, without loading it: a built-in not loaded yet answers
+    /// from the metadata embedded beside its component.
+    pub(crate) fn info(&self) -> Result<ToolInfo, LoadError> {
+        match self {
+            ToolEntry::Loaded(tool) => Ok(tool.info.clone()),
+            ToolEntry::Lazy(lazy) => match lazy.loaded.get() {
+                Some(tool) => Ok(tool.info.clone()),
+                None => match lazy.source {
+                    LazySource::Builtin(builtin) => builtin.info(),
+                },
+            },
         }
     }
 

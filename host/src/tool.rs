@@ -13,7 +13,7 @@ use crate::capability::Declared;
 use crate::instance::ToolInstance;
 use crate::runtime::bindings::tool::ToolComponentPre;
 use crate::runtime::bindings::wit_types as wit;
-use crate::runtime::{CacheOutcome, Runtime};
+use crate::runtime::{CacheOutcome, Runtime, Tier};
 
 /// The WIT package versions this host loads.
 pub const SUPPORTED_WIT_VERSIONS: &[&str] = &["0.1.0"];
@@ -168,6 +168,17 @@ pub enum LoadError {
         /// The name its metadata reports.
         reported: String,
     },
+    /// A built-in's component reports other metadata than the
+    /// `metadata.json` embedded beside it.
+    #[error(
+        "built-in tool {name}: its component's metadata differs from guest-tools/tools/{crate_name}/metadata.json; regenerate the file with `TOOLHOST_BLESS_METADATA=1 cargo test -p toolhost --lib builtin_metadata_files` and rebuild toolhost"
+    )]
+    BuiltinMetadataDrift {
+        /// The tool name.
+        name: String,
+        /// Its guest crate, without the `tool-` prefix.
+        crate_name: String,
+    },
 }
 
 /// Why a tool could not be had by name: it is not registered, or it is but
@@ -209,6 +220,8 @@ pub struct LoadReport {
     pub tool: LoadedTool,
     /// What the compile cache did.
     pub cache: CacheOutcome,
+    /// Which compiler's code it runs.
+    pub tier: Tier,
     /// The interfaces the component imports.
     pub imports: Vec<String>,
 }
@@ -221,26 +234,33 @@ pub async fn load_component(
     origin: Origin,
     label: &str,
 ) -> Result<LoadReport, LoadError> {
-    load_component_with_hash(runtime, bytes, origin, label, None).await
+    load_component_with_hash(runtime, bytes, origin, label, None, Tier::Optimised).await
 }
 
 /// [`load_component`] with the SHA-256 of `bytes` already known (the
-/// built-ins' hashes are computed at build time).
+/// built-ins' hashes are computed at build time). With `first_use` at
+/// [`Tier::Baseline`], a component whose optimised code is not cached is
+/// compiled with the baseline compiler ([`Runtime::compile_first_use`]).
 pub async fn load_component_with_hash(
     runtime: &Runtime,
     bytes: &[u8],
     origin: Origin,
     label: &str,
     sha256: Option<&str>,
+    first_use: Tier,
 ) -> Result<LoadReport, LoadError> {
     check_header(bytes, label)?;
     let sha256 = sha256.map(str::to_string).unwrap_or_else(|| hex::encode(Sha256::digest(bytes)));
-    let (component, cache) = runtime.compile(bytes).map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
-    let wit_version = check_exports(runtime, &component, label, ComponentKind::Tool)?;
+    let compiled = match first_use {
+        Tier::Baseline => runtime.compile_first_use(bytes, label),
+        Tier::Optimised => runtime.compile(bytes, label).map(|(c, cache)| (c, cache, Tier::Optimised)),
+    };
+    let (component, cache, tier) = compiled.map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
+    let wit_version = check_exports(&component, label, ComponentKind::Tool)?;
     let imports: Vec<String> =
-        component.component_type().imports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
+        component.component_type().imports(component.engine()).map(|(name, _)| name.to_string()).collect();
     let pre = runtime
-        .tool_linker()
+        .tool_linker_for(&component)
         .instantiate_pre(&component)
         .map_err(|e| LoadError::UnknownImport(label.into(), format!("{e:#}")))?;
     let pre = ToolComponentPre::new(pre).map_err(|e| LoadError::WrongWorld(label.into(), format!("{e:#}")))?;
@@ -256,6 +276,7 @@ pub async fn load_component_with_hash(
             grants: Default::default(),
         },
         cache,
+        tier,
         imports,
     })
 }
@@ -285,14 +306,9 @@ pub(crate) enum ComponentKind {
 /// Checks that a component exports the interface of `expected` at a
 /// supported version, and returns that version. A tool where a middleware
 /// is expected (or the reverse) gets an error saying how to load it.
-pub(crate) fn check_exports(
-    runtime: &Runtime,
-    component: &Component,
-    label: &str,
-    expected: ComponentKind,
-) -> Result<String, LoadError> {
+pub(crate) fn check_exports(component: &Component, label: &str, expected: ComponentKind) -> Result<String, LoadError> {
     let ty = component.component_type();
-    let names: Vec<String> = ty.exports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
+    let names: Vec<String> = ty.exports(component.engine()).map(|(name, _)| name.to_string()).collect();
     for name in &names {
         let (kind, version) = if let Some(v) = name.strip_prefix("toolhost:tool/tool@") {
             (ComponentKind::Tool, v)

@@ -39,7 +39,7 @@ use crate::permission::{self, Behavior, Decision, Mode, PolicyTool as _, Rule, R
 use crate::registry::ToolEntry;
 use crate::response::{Chunk, ResultState, ToolResponse};
 use crate::runtime::bindings::wit_types::ToolError;
-use crate::runtime::{Runtime, RuntimeOptions};
+use crate::runtime::{CompileObserver, Runtime, RuntimeOptions};
 use crate::settings::Settings;
 use crate::state::AgentState;
 use crate::tool::{LoadError, LoadedTool, LookupError, Origin, ToolInfo, load_component, validate_input};
@@ -104,6 +104,8 @@ pub struct ToolhostBuilder {
     settings: Settings,
     settings_path: Option<PathBuf>,
     backend: Option<Arc<dyn Backend>>,
+    observer: Option<CompileObserver>,
+    always_optimise: bool,
 }
 
 impl ToolhostBuilder {
@@ -124,6 +126,23 @@ impl ToolhostBuilder {
         self
     }
 
+    /// Tells `observer` of every compile that does not come from the cache
+    /// (a front end on a terminal says what a first run is waiting for).
+    pub fn compile_observer(mut self, observer: CompileObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Compiles every built-in's first use with the optimising compiler
+    /// ([`RuntimeOptions::always_optimise`]). A one-shot process (the CLI)
+    /// wants the default, baseline code for a first use on an empty cache; a
+    /// long-running host that keeps its tools loaded may prefer to pay the
+    /// optimising compile once rather than run baseline code until restarted.
+    pub fn always_optimise(mut self, yes: bool) -> Self {
+        self.always_optimise = yes;
+        self
+    }
+
     /// Starts the runtime, registers the built-ins (each loads on first
     /// use) and loads the configured plugins and middleware.
     pub async fn build(self) -> Result<Toolhost> {
@@ -141,7 +160,9 @@ impl ToolhostBuilder {
         let runtime = Runtime::new(&RuntimeOptions {
             cache_dir: Some(settings.cache_dir()),
             limits: settings.limits,
-            disable_pooling: false,
+            observer: self.observer,
+            always_optimise: self.always_optimise,
+            ..Default::default()
         })?;
         let home = std::env::var("HOME").unwrap_or_else(|_| "/".into());
         let cwd = working_dirs[0].clone();
@@ -359,47 +380,51 @@ impl Toolhost {
         self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).get(name).is_some_and(ToolEntry::is_loaded)
     }
 
-    /// Every tool's metadata, sorted by name. Loads the tools not loaded yet,
-    /// one at a time (in parallel it saved ~5 ms on two cores but raised
-    /// the peak memory of `toolhost list` by ~5 MiB, past its 40 MiB
-    /// budget). When one cannot be loaded, every other one is still loaded,
-    /// and the error is that of the first failing tool by name (it names the
-    /// tool and the cause); the failed one is tried again on its next use.
+    /// The built-ins loaded in this host whose optimised code is not in the
+    /// compile cache (their first use ran baseline code): worth
+    /// [`crate::builtin::optimise`], here in the background or by another
+    /// process, so that later processes start on optimised code.
+    pub fn builtins_to_optimise(&self) -> Vec<&'static str> {
+        let tools = self.inner.tools.read().unwrap_or_else(|p| p.into_inner());
+        crate::builtin::BUILTINS
+            .iter()
+            .filter(|b| tools.get(b.name).is_some_and(|e| e.is_loaded() && *e.origin() == Origin::Builtin))
+            .filter(|b| !self.inner.runtime.is_optimised_cached(b.bytes))
+            .map(|b| b.name)
+            .collect()
+    }
+
+    /// Every tool's metadata, sorted by name. Loads nothing: a built-in not
+    /// loaded yet answers from the metadata embedded beside its component
+    /// (see [`crate::builtin`]), so listing compiles nothing. When one
+    /// tool's metadata is unusable, the error is that of the first such tool
+    /// by name (it names the tool and the cause).
     pub async fn list(&self) -> Result<Vec<ToolInfo>, LoadError> {
         let entries: Vec<ToolEntry> =
             self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
-        let mut infos = Vec::with_capacity(entries.len());
-        let mut first_error = None;
-        for entry in entries {
-            match entry.get(&self.inner.runtime).await {
-                Ok(tool) => infos.push(tool.info.clone()),
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(infos),
-        }
+        entries.iter().map(ToolEntry::info).collect()
     }
 
-    /// One tool's metadata, loading the tool if it is not loaded yet.
+    /// One tool's metadata. Loads nothing (a built-in answers from its
+    /// embedded metadata, like [`Toolhost::list`]).
     pub async fn describe(&self, name: &str) -> Result<ToolInfo, LookupError> {
-        Ok(self.tool(name).await?.info.clone())
+        Ok(self.entry(name)?.info()?)
     }
 
     /// The loaded tool named `name`, loading it on first use.
     pub(crate) async fn tool(&self, name: &str) -> Result<Arc<LoadedTool>, LookupError> {
-        let entry = self
-            .inner
+        Ok(self.entry(name)?.get(&self.inner.runtime).await?)
+    }
+
+    /// The registry entry named `name`.
+    fn entry(&self, name: &str) -> Result<ToolEntry, LookupError> {
+        self.inner
             .tools
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(name)
             .cloned()
-            .ok_or_else(|| LookupError::Unknown(name.to_string()))?;
-        Ok(entry.get(&self.inner.runtime).await?)
+            .ok_or_else(|| LookupError::Unknown(name.to_string()))
     }
 
     /// Rules configured for tools that are not registered (worth a
