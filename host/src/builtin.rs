@@ -126,16 +126,7 @@ impl Builtin {
     /// component's (size, name, schema), without compiling the component.
     pub fn info(&self) -> Result<ToolInfo, LoadError> {
         let label = format!("built-in tool {}", self.name);
-        let metadata: BuiltinMetadata = serde_json::from_str(self.metadata).map_err(|e| {
-            LoadError::Metadata(
-                label.clone(),
-                format!(
-                    "guest-tools/tools/{}/metadata.json is missing or not valid ({e}); regenerate it with \
-                     `TOOLHOST_BLESS_METADATA=1 cargo test -p toolhost --lib builtin_metadata_files`",
-                    self.crate_name
-                ),
-            )
-        })?;
+        let metadata = self.embedded_metadata()?;
         if metadata.name != self.name {
             return Err(self.name_mismatch(metadata.name));
         }
@@ -147,6 +138,20 @@ impl Builtin {
             &label,
         )?;
         Ok(info)
+    }
+
+    /// The embedded `metadata.json`, parsed (not validated).
+    fn embedded_metadata(&self) -> Result<BuiltinMetadata, LoadError> {
+        serde_json::from_str(self.metadata).map_err(|e| {
+            LoadError::Metadata(
+                format!("built-in tool {}", self.name),
+                format!(
+                    "guest-tools/tools/{}/metadata.json is missing or not valid ({e}); regenerate it with \
+                     `TOOLHOST_BLESS_METADATA=1 cargo test -p toolhost --lib builtin_metadata_files`",
+                    self.crate_name
+                ),
+            )
+        })
     }
 
     fn name_mismatch(&self, reported: String) -> LoadError {
@@ -222,7 +227,9 @@ pub async fn load(runtime: &Runtime, builtin: &Builtin) -> Result<LoadedTool, Lo
     if tool.info.name != builtin.name {
         return Err(builtin.name_mismatch(tool.info.name.clone()));
     }
-    if BuiltinMetadata::of(&tool.info) != BuiltinMetadata::of(&builtin.info()?) {
+    // Compared as parsed JSON: validating the file again (a schema
+    // compile) would add a millisecond to every process's first load.
+    if BuiltinMetadata::of(&tool.info) != builtin.embedded_metadata()? {
         return Err(LoadError::BuiltinMetadataDrift {
             name: builtin.name.to_string(),
             crate_name: builtin.crate_name.to_string(),

@@ -4,7 +4,8 @@
 //!
 //! The built-ins are registered not yet loaded ([`ToolEntry::Lazy`]): start-up
 //! costs nothing per built-in, and the first thing that needs one (a call, a
-//! check, an instance, a description, a listing) loads it, once, however many
+//! check, an instance; a description or a listing reads the metadata
+//! embedded beside a built-in, [`ToolEntry::info`]) loads it, once, however many
 //! tasks ask at the same time. Plugins loaded from a file and native function
 //! tools are registered loaded ([`ToolEntry::Loaded`]). A lazy source other
 //! than an embedded built-in (a plugin file re-read on hot reload, a tool an

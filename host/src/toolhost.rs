@@ -16,10 +16,11 @@
 //! **Loading.** Every tool is registered by name at once; the built-ins are
 //! registered *not yet loaded* and each is loaded (compiled through the
 //! cache, asked for its metadata, its name checked) the first time anything
-//! needs it: a call, a check, an instance, [`Toolhost::describe`], or
-//! [`Toolhost::list`] (which loads every tool, the missing ones in
-//! parallel). Start-up therefore pays for no built-in it does not use.
-//! [`Toolhost::names`], [`Toolhost::is_registered`],
+//! needs it: a call, a check, an instance. Start-up therefore pays for no
+//! built-in it does not use. [`Toolhost::list`] and [`Toolhost::describe`]
+//! answer from the metadata embedded beside each built-in (see
+//! [`crate::builtin`]) and compile nothing, nor do [`Toolhost::names`],
+//! [`Toolhost::is_registered`],
 //! [`Toolhost::is_loaded`], [`Toolhost::unload`] and
 //! [`Toolhost::rules_for_unknown_tools`] never load anything.
 
@@ -373,7 +374,7 @@ impl Toolhost {
 
     /// Whether `name` is registered *and loaded*. A built-in is registered
     /// at start-up but loaded only when first needed (a call, a check, an
-    /// instance, [`Toolhost::describe`] or [`Toolhost::list`]); plugins and
+    /// instance; not [`Toolhost::describe`] or [`Toolhost::list`]); plugins and
     /// function tools are loaded when registered. Loads nothing: this is how
     /// to observe (and test) that start-up loaded no built-in.
     pub fn is_loaded(&self, name: &str) -> bool {
