@@ -28,7 +28,7 @@ fn main() {
     if std::env::var_os("TOOLHOST_SKIP_GUEST_BUILD").is_none() {
         build_guests(&guests, &target_dir);
     }
-    write_builtins(&wasm_dir);
+    write_builtins(&wasm_dir, &guests.join("tools"));
 }
 
 fn build_guests(guests: &Path, target_dir: &Path) {
@@ -54,7 +54,7 @@ fn build_guests(guests: &Path, target_dir: &Path) {
     }
 }
 
-fn write_builtins(wasm_dir: &Path) {
+fn write_builtins(wasm_dir: &Path, tools_dir: &Path) {
     let mut tools: Vec<(String, PathBuf)> = std::fs::read_dir(wasm_dir)
         .map(|entries| {
             entries
@@ -83,8 +83,17 @@ fn write_builtins(wasm_dir: &Path) {
                 .iter()
                 .map(|b| format!("{b:02x}"))
                 .collect();
+        // The metadata the catalog shows without compiling the component
+        // (host/src/builtin.rs compares it with the component's own).
+        let metadata = tools_dir.join(name).join("metadata.json");
+        // Missing (a new built-in): embed nothing, so that the host builds and
+        // the test that writes the file can run; the tool's listing says so.
+        let metadata_text = std::fs::read_to_string(&metadata).unwrap_or_else(|_| {
+            println!("cargo:warning={} is missing; create it with `TOOLHOST_BLESS_METADATA=1 cargo test -p toolhost --lib builtin_metadata_files`", metadata.display());
+            String::new()
+        });
         out.push_str(&format!(
-            "    Builtin {{ name: tool_name({name:?}), crate_name: {name:?}, bytes: include_bytes!({:?}), sha256: {digest:?} }},\n",
+            "    Builtin {{ name: tool_name({name:?}), crate_name: {name:?}, bytes: include_bytes!({:?}), sha256: {digest:?}, metadata: {metadata_text:?} }},\n",
             path.display().to_string()
         ));
     }

@@ -170,7 +170,12 @@ impl Global {
     pub async fn host(&self) -> Result<Toolhost> {
         let (settings, read) = self.settings()?;
         let remember = Settings::remember_path(read.as_deref())?;
-        let host = Toolhost::builder().settings(settings, Some(remember)).build().await?;
+        let mut builder = Toolhost::builder().settings(settings, Some(remember));
+        if let Some(observer) = crate::first_run::observer() {
+            builder = builder.compile_observer(observer);
+        }
+        let host = builder.build().await?;
+        crate::first_run::remember(&host);
         for tool in host.rules_for_unknown_tools() {
             eprintln!("warning: permission rules name the tool '{tool}', which is not loaded");
         }
@@ -200,6 +205,19 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print (or write to a folder) the WIT package this toolhost speaks, to build plugins against
     Wit(WitArgs),
+    /// Internal: compile built-ins' optimised code into the cache (started
+    /// in the background after a first run)
+    #[command(name = "__optimise-builtins", hide = true)]
+    OptimiseBuiltins(OptimiseArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct OptimiseArgs {
+    /// The compile cache directory
+    #[arg(long, value_name = "DIR")]
+    pub cache: PathBuf,
+    /// The built-ins to compile
+    pub names: Vec<String>,
 }
 
 #[derive(Args, Debug)]

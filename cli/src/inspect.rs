@@ -14,7 +14,7 @@ pub async fn inspect(global: &Global, args: InspectArgs) -> Result<u8> {
     let runtime = Runtime::new(&RuntimeOptions {
         cache_dir: Some(settings.cache_dir()),
         limits: settings.limits,
-        disable_pooling: false,
+        ..Default::default()
     })?;
     let bytes = std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let label = args.file.display().to_string();

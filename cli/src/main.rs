@@ -9,6 +9,7 @@ mod args;
 mod ask_user;
 mod call;
 mod check;
+mod first_run;
 mod inspect;
 mod list;
 mod out;
@@ -46,7 +47,9 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::ERROR);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    first_run::optimise_in_background();
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {}", shown::block(&format!("{e:#}")));
@@ -66,6 +69,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Inspect(a) => inspect::inspect(&cli.global, a).await,
         Command::Serve(a) => serve::serve(&cli.global, a).await,
         Command::Wit(a) => wit::wit(a),
+        Command::OptimiseBuiltins(a) => first_run::optimise_builtins(a),
     }
 }
 

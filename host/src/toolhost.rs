@@ -16,10 +16,11 @@
 //! **Loading.** Every tool is registered by name at once; the built-ins are
 //! registered *not yet loaded* and each is loaded (compiled through the
 //! cache, asked for its metadata, its name checked) the first time anything
-//! needs it: a call, a check, an instance, [`Toolhost::describe`], or
-//! [`Toolhost::list`] (which loads every tool, the missing ones in
-//! parallel). Start-up therefore pays for no built-in it does not use.
-//! [`Toolhost::names`], [`Toolhost::is_registered`],
+//! needs it: a call, a check, an instance. Start-up therefore pays for no
+//! built-in it does not use. [`Toolhost::list`] and [`Toolhost::describe`]
+//! answer from the metadata embedded beside each built-in (see
+//! [`crate::builtin`]) and compile nothing, nor do [`Toolhost::names`],
+//! [`Toolhost::is_registered`],
 //! [`Toolhost::is_loaded`], [`Toolhost::unload`] and
 //! [`Toolhost::rules_for_unknown_tools`] never load anything.
 
@@ -39,7 +40,7 @@ use crate::execution::loaded::LoadedTool;
 use crate::execution::middleware::registry::Registry as MiddlewareRegistry;
 use crate::permission::{self, Mode, Rule, RuleSet};
 use crate::response::ResultState;
-use crate::runtime::{Runtime, RuntimeOptions};
+use crate::runtime::{CompileObserver, Runtime, RuntimeOptions};
 use crate::settings::Settings;
 use crate::state::AgentState;
 
@@ -113,6 +114,8 @@ pub struct ToolhostBuilder {
     settings_path: Option<PathBuf>,
     backend: Option<Arc<dyn Backend>>,
     factories: BackendFactories,
+    observer: Option<CompileObserver>,
+    always_optimise: bool,
 }
 
 impl ToolhostBuilder {
@@ -140,6 +143,23 @@ impl ToolhostBuilder {
         self
     }
 
+    /// Tells `observer` of every compile that does not come from the cache
+    /// (a front end on a terminal says what a first run is waiting for).
+    pub fn compile_observer(mut self, observer: CompileObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Compiles every built-in's first use with the optimising compiler
+    /// ([`RuntimeOptions::always_optimise`]). A one-shot process (the CLI)
+    /// wants the default, baseline code for a first use on an empty cache; a
+    /// long-running host that keeps its tools loaded may prefer to pay the
+    /// optimising compile once rather than run baseline code until restarted.
+    pub fn always_optimise(mut self, yes: bool) -> Self {
+        self.always_optimise = yes;
+        self
+    }
+
     /// Starts the runtime, registers the built-ins (each loads on first
     /// use) and loads the configured plugins and middleware.
     pub async fn build(self) -> Result<Toolhost> {
@@ -157,7 +177,9 @@ impl ToolhostBuilder {
         let runtime = Runtime::new(&RuntimeOptions {
             cache_dir: Some(settings.cache_dir()),
             limits: settings.limits,
-            disable_pooling: false,
+            observer: self.observer,
+            always_optimise: self.always_optimise,
+            ..Default::default()
         })?;
         let protected = Arc::new(settings.protected_paths(self.settings_path.as_deref()));
         let backend = match self.backend {
@@ -365,40 +387,40 @@ impl Toolhost {
 
     /// Whether `name` is registered *and loaded*. A built-in is registered
     /// at start-up but loaded only when first needed (a call, a check, an
-    /// instance, [`Toolhost::describe`] or [`Toolhost::list`]); plugins and
+    /// instance; not [`Toolhost::describe`] or [`Toolhost::list`]); plugins and
     /// function tools are loaded when registered. Loads nothing: this is how
     /// to observe (and test) that start-up loaded no built-in.
     pub fn is_loaded(&self, name: &str) -> bool {
         self.inner.tools.read().get(name).is_some_and(Entry::is_loaded)
     }
 
-    /// Every tool's metadata, sorted by name. Loads the tools not loaded yet,
-    /// one at a time (in parallel it saved ~5 ms on two cores but raised
-    /// the peak memory of `toolhost list` by ~5 MiB, past its 40 MiB
-    /// budget). When one cannot be loaded, every other one is still loaded,
-    /// and the error is that of the first failing tool by name (it names the
-    /// tool and the cause); the failed one is tried again on its next use.
-    pub async fn list(&self) -> Result<Vec<ToolInfo>, LoadError> {
-        let entries = self.inner.tools.entries();
-        let mut infos = Vec::with_capacity(entries.len());
-        let mut first_error = None;
-        for entry in entries {
-            match entry.get(&self.inner.runtime).await {
-                Ok(tool) => infos.push(tool.info.clone()),
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(infos),
-        }
+    /// The built-ins loaded in this host whose optimised code is not in the
+    /// compile cache (their first use ran baseline code): worth
+    /// [`crate::builtin::optimise`], here in the background or by another
+    /// process, so that later processes start on optimised code.
+    pub fn builtins_to_optimise(&self) -> Vec<&'static str> {
+        let tools = self.inner.tools.read();
+        crate::builtin::BUILTINS
+            .iter()
+            .filter(|b| tools.get(b.name).is_some_and(|e| e.is_loaded() && *e.origin() == Origin::Builtin))
+            .filter(|b| !self.inner.runtime.is_optimised_cached(b.bytes))
+            .map(|b| b.name)
+            .collect()
     }
 
-    /// One tool's metadata, loading the tool if it is not loaded yet.
+    /// Every tool's metadata, sorted by name. Loads nothing: a built-in not
+    /// loaded yet answers from the metadata embedded beside its component
+    /// (see [`crate::builtin`]), so listing compiles nothing. When one
+    /// tool's metadata is unusable, the error is that of the first such tool
+    /// by name (it names the tool and the cause).
+    pub async fn list(&self) -> Result<Vec<ToolInfo>, LoadError> {
+        self.inner.tools.entries().iter().map(Entry::info).collect()
+    }
+
+    /// One tool's metadata. Loads nothing (a built-in answers from its
+    /// embedded metadata, like [`Toolhost::list`]).
     pub async fn describe(&self, name: &str) -> Result<ToolInfo, LookupError> {
-        Ok(self.tool(name).await?.info.clone())
+        self.inner.tools.info(name)
     }
 
     /// The loaded tool named `name`, loading it on first use.
@@ -526,7 +548,11 @@ impl Toolhost {
 
 /// A registry entry for an embedded built-in, loaded on first use.
 fn builtin_entry(builtin: &'static Builtin) -> Entry<LoadedTool> {
-    Entry::lazy(Origin::Builtin, Box::new(move |runtime| Box::pin(load_builtin(runtime, builtin))))
+    Entry::lazy(
+        Origin::Builtin,
+        Box::new(move || builtin.info()),
+        Box::new(move |runtime| Box::pin(load_builtin(runtime, builtin))),
+    )
 }
 
 /// The working directories as a permission context lists them: each as

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 /// The layers, lowest first.
-const LAYER_NAMES: &[&str] = &["foundation", "runtime", "settings", "catalog", "execution", "façade"];
+const LAYER_NAMES: &[&str] = &["foundation", "runtime", "settings", "catalog", "execution", "façade", "services"];
 
 /// Each top-level module of `host/src` and its layer (an index into
 /// [`LAYER_NAMES`]).
@@ -25,6 +25,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("backend", 0),
     ("permission", 0),
     ("events", 0),
+    ("types", 0),
     // runtime: wasmtime, stores, host imports.
     ("runtime", 1),
     // settings: the settings file, over the types it configures.
@@ -32,6 +33,8 @@ const LAYERS: &[(&str, usize)] = &[
     ("catalog", 3),
     ("execution", 4),
     ("toolhost", 5),
+    // services: what front ends share, over the façade.
+    ("check_batch", 6),
 ];
 
 /// Items named as `crate::Item` (re-exported at the crate root) and the
@@ -44,7 +47,7 @@ const ROOT_ITEMS: &[(&str, usize)] = &[
     ("Outcome", 0),
     ("PermissionAnswer", 0),
     ("PermissionRequest", 0),
-    ("ToolError", 1),
+    ("ToolError", 0),
     ("LookupError", 3),
     ("FunctionTool", 3),
     ("builtin", 3),

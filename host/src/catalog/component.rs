@@ -5,7 +5,6 @@
 use wasmtime::component::Component;
 
 use super::tool::LoadError;
-use crate::runtime::Runtime;
 use crate::runtime::bindings::{self, RouteError, WitVersion};
 
 /// Checks the `\0asm` header and that the file is a component, not a core
@@ -35,14 +34,9 @@ pub enum ComponentKind {
 /// names of its exports and imports, which must agree). A tool where a
 /// middleware is expected (or the reverse) gets an error saying how to load
 /// it; an unknown version, one naming the versions this host accepts.
-pub fn check_exports(
-    runtime: &Runtime,
-    component: &Component,
-    label: &str,
-    expected: ComponentKind,
-) -> Result<WitVersion, LoadError> {
+pub fn check_exports(component: &Component, label: &str, expected: ComponentKind) -> Result<WitVersion, LoadError> {
     let ty = component.component_type();
-    let names: Vec<String> = ty.exports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
+    let names: Vec<String> = ty.exports(component.engine()).map(|(name, _)| name.to_string()).collect();
     for name in &names {
         let kind = if name.starts_with("toolhost:tool/tool@") {
             ComponentKind::Tool
@@ -56,7 +50,7 @@ pub fn check_exports(
             (ComponentKind::Tool, ComponentKind::Middleware) => return Err(LoadError::NotMiddleware(label.into())),
             _ => {}
         }
-        let imports: Vec<String> = ty.imports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
+        let imports: Vec<String> = ty.imports(component.engine()).map(|(name, _)| name.to_string()).collect();
         let unsupported =
             |version: String| LoadError::UnsupportedVersion(label.into(), version, WitVersion::accepted());
         // The export comes first: its version is the one the error names.
@@ -73,4 +67,27 @@ pub fn check_exports(
         ComponentKind::Tool => LoadError::WrongWorld(label.into(), listed),
         ComponentKind::Middleware => LoadError::MiddlewareWrongWorld(label.into(), listed),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::bindings::ToolPre;
+    use crate::runtime::{Runtime, RuntimeOptions};
+
+    /// Real components: a built-in (built from `guest-tools/`) is routed
+    /// from its own import and export names to `v0_1_0`, and its linked
+    /// form is that module's; it is not a middleware.
+    #[test]
+    fn a_built_in_routes_to_v0_1_0() {
+        let runtime = Runtime::new(&RuntimeOptions { disable_pooling: true, ..Default::default() }).unwrap();
+        let builtin = super::super::builtin::named("Glob").expect("the Glob built-in");
+        let (component, _) = runtime.compile(builtin.bytes, "built-in glob").unwrap();
+        let version = check_exports(&component, "built-in glob", ComponentKind::Tool).unwrap();
+        assert_eq!(version, WitVersion::V0_1_0);
+        let linked = runtime.tool_linker().instantiate_pre(&component).unwrap();
+        assert_eq!(ToolPre::new(version, linked).unwrap().version(), WitVersion::V0_1_0);
+        let err = check_exports(&component, "built-in glob", ComponentKind::Middleware).unwrap_err();
+        assert!(matches!(err, LoadError::NotMiddleware(_)), "{err}");
+    }
 }

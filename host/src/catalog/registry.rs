@@ -31,6 +31,10 @@ pub(crate) trait Registered: Send + Sync + 'static {
     fn info(&self) -> &ToolInfo;
 }
 
+/// What a lazy entry knows of its tool's metadata before loading it (a
+/// built-in's embedded `metadata.json`).
+pub(crate) type Describer = Box<dyn Fn() -> Result<ToolInfo, LoadError> + Send + Sync>;
+
 /// How a lazy entry loads its tool the first time it is needed.
 pub(crate) type Loader<T> = Box<dyn for<'a> Fn(&'a Runtime) -> BoxFuture<'a, Result<T, LoadError>> + Send + Sync>;
 
@@ -52,9 +56,21 @@ impl<T> Clone for Entry<T> {
 }
 
 impl<T: Registered> Entry<T> {
-    /// An entry that loads with `load` on first use.
-    pub(crate) fn lazy(origin: Origin, load: Loader<T>) -> Self {
-        Entry::Lazy(Arc::new(LazyTool { origin, load, loaded: OnceCell::new() }))
+    /// An entry that loads with `load` on first use and, until then,
+    /// answers for its metadata with `describe`.
+    pub(crate) fn lazy(origin: Origin, describe: Describer, load: Loader<T>) -> Self {
+        Entry::Lazy(Arc::new(LazyTool { origin, describe, load, loaded: OnceCell::new() }))
+    }
+
+    /// Its metadata, without loading it.
+    pub(crate) fn info(&self) -> Result<ToolInfo, LoadError> {
+        match self {
+            Entry::Loaded(tool) => Ok(tool.info().clone()),
+            Entry::Lazy(lazy) => match lazy.loaded.get() {
+                Some(tool) => Ok(tool.info().clone()),
+                None => (lazy.describe)(),
+            },
+        }
     }
 
     /// Where the tool comes from, known without loading it.
@@ -90,6 +106,7 @@ impl<T: Registered> Entry<T> {
 /// A tool registered by name whose component is loaded on first use.
 pub(crate) struct LazyTool<T> {
     origin: Origin,
+    describe: Describer,
     load: Loader<T>,
     /// Set once, by the first successful load; concurrent first uses wait
     /// for that one load.
@@ -168,6 +185,12 @@ impl<T: Registered> Registry<T> {
     /// Every entry, sorted by name.
     pub(crate) fn entries(&self) -> Vec<Entry<T>> {
         self.read().values().cloned().collect()
+    }
+
+    /// The metadata of the tool named `name`, without loading it.
+    pub(crate) fn info(&self, name: &str) -> Result<ToolInfo, LookupError> {
+        let entry = self.entry(name).ok_or_else(|| LookupError::Unknown(name.to_string()))?;
+        Ok(entry.info()?)
     }
 
     /// The loaded tool named `name`, loading it on first use.

@@ -159,6 +159,17 @@ pub enum LoadError {
         /// The name its metadata reports.
         reported: String,
     },
+    /// A built-in's component reports other metadata than the
+    /// `metadata.json` embedded beside it.
+    #[error(
+        "built-in tool {name}: its component's metadata differs from guest-tools/tools/{crate_name}/metadata.json; regenerate the file with `TOOLHOST_BLESS_METADATA=1 cargo test -p toolhost --lib builtin_metadata_files` and rebuild toolhost"
+    )]
+    BuiltinMetadataDrift {
+        /// The tool name.
+        name: String,
+        /// Its guest crate, without the `tool-` prefix.
+        crate_name: String,
+    },
 }
 
 /// Why a tool could not be had by name: it is not registered, or it is but

@@ -10,12 +10,12 @@ use sha2::{Digest, Sha256};
 use super::callable::{CallableTool, ToolKind};
 use super::instance::ToolInstance;
 use super::loaded::LoadedTool;
-use crate::catalog::builtin::Builtin;
+use crate::catalog::builtin::{Builtin, BuiltinMetadata};
 use crate::catalog::component::{ComponentKind, check_exports, check_header};
 use crate::catalog::tool::{LoadError, Origin, validate_metadata};
 use crate::runtime::bindings::ToolPre;
 use crate::runtime::store::CallSetup;
-use crate::runtime::{CacheOutcome, Runtime};
+use crate::runtime::{CacheOutcome, Runtime, Tier};
 
 /// A tool component, instantiated afresh for every call.
 pub struct ComponentTool {
@@ -25,10 +25,10 @@ pub struct ComponentTool {
 impl ToolKind for ComponentTool {
     fn instantiate<'a>(
         &'a self,
-        runtime: &'a Runtime,
+        _runtime: &'a Runtime,
         setup: CallSetup,
     ) -> BoxFuture<'a, anyhow::Result<CallableTool>> {
-        Box::pin(async move { Ok(CallableTool::new(ToolInstance::new(runtime, &self.pre, setup).await?)) })
+        Box::pin(async move { Ok(CallableTool::new(ToolInstance::new(&self.pre, setup).await?)) })
     }
 }
 
@@ -38,6 +38,8 @@ pub struct LoadReport {
     pub tool: LoadedTool,
     /// What the compile cache did.
     pub cache: CacheOutcome,
+    /// Which compiler's code it runs.
+    pub tier: Tier,
     /// The interfaces the component imports.
     pub imports: Vec<String>,
 }
@@ -50,26 +52,33 @@ pub async fn load_component(
     origin: Origin,
     label: &str,
 ) -> Result<LoadReport, LoadError> {
-    load_component_with_hash(runtime, bytes, origin, label, None).await
+    load_component_with_hash(runtime, bytes, origin, label, None, Tier::Optimised).await
 }
 
 /// [`load_component`] with the SHA-256 of `bytes` already known (the
-/// built-ins' hashes are computed at build time).
+/// built-ins' hashes are computed at build time). With `first_use` at
+/// [`Tier::Baseline`], a component whose optimised code is not cached is
+/// compiled with the baseline compiler ([`Runtime::compile_first_use`]).
 pub async fn load_component_with_hash(
     runtime: &Runtime,
     bytes: &[u8],
     origin: Origin,
     label: &str,
     sha256: Option<&str>,
+    first_use: Tier,
 ) -> Result<LoadReport, LoadError> {
     check_header(bytes, label)?;
     let sha256 = sha256.map(str::to_string).unwrap_or_else(|| hex::encode(Sha256::digest(bytes)));
-    let (component, cache) = runtime.compile(bytes).map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
-    let wit_version = check_exports(runtime, &component, label, ComponentKind::Tool)?;
+    let compiled = match first_use {
+        Tier::Baseline => runtime.compile_first_use(bytes, label),
+        Tier::Optimised => runtime.compile(bytes, label).map(|(c, cache)| (c, cache, Tier::Optimised)),
+    };
+    let (component, cache, tier) = compiled.map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
+    let wit_version = check_exports(&component, label, ComponentKind::Tool)?;
     let imports: Vec<String> =
-        component.component_type().imports(runtime.engine()).map(|(name, _)| name.to_string()).collect();
+        component.component_type().imports(component.engine()).map(|(name, _)| name.to_string()).collect();
     let pre = runtime
-        .tool_linker()
+        .tool_linker_for(&component)
         .instantiate_pre(&component)
         .map_err(|e| LoadError::UnknownImport(label.into(), format!("{e:#}")))?;
     let pre = ToolPre::new(wit_version, pre).map_err(|e| LoadError::WrongWorld(label.into(), format!("{e:#}")))?;
@@ -77,22 +86,37 @@ pub async fn load_component_with_hash(
         .await
         .map_err(|e| LoadError::Instantiate(label.into(), format!("{e:#}")))?;
     let (info, validator) = validate_metadata(metadata, origin, wit_version.to_string(), sha256, label)?;
-    Ok(LoadReport { tool: LoadedTool::new(info, validator, Arc::new(ComponentTool { pre })), cache, imports })
+    Ok(LoadReport { tool: LoadedTool::new(info, validator, Arc::new(ComponentTool { pre })), cache, tier, imports })
 }
 
-/// Loads a built-in: compiles it (through the cache), asks it for its
-/// metadata and checks that it reports the name it is registered under.
+/// Loads a built-in: compiles it (through the cache; a first use on an
+/// empty cache gets baseline code), asks it for its metadata and checks that
+/// it reports the name it is registered under and the metadata its
+/// `metadata.json` carries.
 pub async fn load_builtin(runtime: &Runtime, builtin: &Builtin) -> Result<LoadedTool, LoadError> {
-    let label = format!("built-in tool {}", builtin.name);
-    let report =
-        load_component_with_hash(runtime, builtin.bytes, Origin::Builtin, &label, Some(builtin.sha256)).await?;
-    if report.tool.info.name != builtin.name {
-        return Err(LoadError::BuiltinNameMismatch {
-            registered: builtin.name.to_string(),
+    let tool = load_builtin_unchecked(runtime, builtin).await?;
+    if tool.info.name != builtin.name {
+        return Err(builtin.name_mismatch(tool.info.name.clone()));
+    }
+    // Compared as parsed JSON: validating the file again (a schema
+    // compile) would add a millisecond to every process's first load.
+    if BuiltinMetadata::of(&tool.info) != builtin.embedded_metadata()? {
+        return Err(LoadError::BuiltinMetadataDrift {
+            name: builtin.name.to_string(),
             crate_name: builtin.crate_name.to_string(),
-            reported: report.tool.info.name,
         });
     }
-    tracing::debug!("loaded {label} (compile cache: {:?})", report.cache);
+    Ok(tool)
+}
+
+/// Loads a built-in's component and asks it for its metadata, comparing
+/// it with nothing (the metadata test and its `TOOLHOST_BLESS_METADATA`
+/// rewrite use this).
+pub async fn load_builtin_unchecked(runtime: &Runtime, builtin: &Builtin) -> Result<LoadedTool, LoadError> {
+    let label = format!("built-in tool {}", builtin.name);
+    let report =
+        load_component_with_hash(runtime, builtin.bytes, Origin::Builtin, &label, Some(builtin.sha256), Tier::Baseline)
+            .await?;
+    tracing::debug!("loaded {label}: {:?} code (compile cache: {:?})", report.tier, report.cache);
     Ok(report.tool)
 }

@@ -14,7 +14,7 @@ use crate::permission::{self, Behavior, Rule, ToolVerdict};
 use crate::response::Chunk;
 use crate::runtime::bindings::{ToolBindings, ToolPre};
 use crate::runtime::failure::GuestFailure;
-use crate::runtime::store::{CallSetup, Deadline, new_store};
+use crate::runtime::store::{CallSetup, Deadline, new_store_on};
 use crate::runtime::{CallState, Limits, Runtime};
 use crate::types::{ToolError, ToolMetadata};
 
@@ -44,9 +44,9 @@ pub struct ToolInstance {
 
 impl ToolInstance {
     /// Instantiates a tool for one call, with the store `setup` describes.
-    pub async fn new(runtime: &Runtime, pre: &ToolPre, setup: CallSetup) -> anyhow::Result<Self> {
+    pub async fn new(pre: &ToolPre, setup: CallSetup) -> anyhow::Result<Self> {
         let name = setup.tool.to_string();
-        let mut store = new_store(runtime, CallState::new(setup));
+        let mut store = new_store_on(pre.engine(), CallState::new(setup));
         let bindings = pre.instantiate(&mut store).await.map_err(|e| anyhow!("instantiating {name}: {e:#}"))?;
         Ok(Self { store, bindings, name, failed: false })
     }
@@ -69,7 +69,7 @@ impl ToolInstance {
             output: tx,
             tool_config: None,
         };
-        let mut instance = Self::new(runtime, pre, setup).await?;
+        let mut instance = Self::new(pre, setup).await?;
         Ok(enter!(instance, |store| instance.bindings.metadata(store))?)
     }
 

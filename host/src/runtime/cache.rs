@@ -53,30 +53,52 @@ impl CompileCache {
         self.dir.join(format!("{}-{}.cwasm", &content[..32], self.engine_key))
     }
 
-    /// Loads a verified artifact, or compiles and stores one.
-    pub fn get_or_compile(&self, engine: &Engine, bytes: &[u8]) -> Result<(Component, CacheOutcome)> {
-        let path = self.entry_path(bytes);
-        let mut outcome = CacheOutcome::Miss;
-        if let Ok(stored) = fs::read(&path) {
-            match verified_artifact(&stored) {
-                // SAFETY: the artifact was produced by `Component::serialize`
-                // for an engine with this compatibility hash (the file name),
-                // and its BLAKE3 hash matches the one written with it, so it
-                // is byte-for-byte what this host wrote.
-                Some(artifact) => match unsafe { Component::deserialize(engine, artifact) } {
-                    Ok(component) => return Ok((component, CacheOutcome::Hit)),
-                    Err(e) => tracing::warn!("cache entry {} unusable ({e:#}); recompiling", path.display()),
-                },
-                None => tracing::warn!("cache entry {} failed verification; recompiling", path.display()),
-            }
-            outcome = CacheOutcome::Recompiled;
+    /// Loads a verified artifact, or compiles (with `compile`) and stores
+    /// one.
+    pub fn get_or_compile(
+        &self,
+        engine: &Engine,
+        bytes: &[u8],
+        compile: impl FnOnce() -> Result<Component>,
+    ) -> Result<(Component, CacheOutcome)> {
+        let (found, outcome) = self.lookup(engine, bytes);
+        if let Some(component) = found {
+            return Ok((component, outcome));
         }
-        let component = Component::new(engine, bytes)?;
-        if let Err(e) = self.store(&path, &component) {
-            // A read-only or full disk costs speed, not correctness.
+        let component = compile()?;
+        self.put(bytes, &component);
+        Ok((component, outcome))
+    }
+
+    /// The verified artifact for `bytes`, if there is one: `(Some, Hit)`,
+    /// or `(None, Miss)` when there is no entry, `(None, Recompiled)` when
+    /// the entry failed verification.
+    pub fn lookup(&self, engine: &Engine, bytes: &[u8]) -> (Option<Component>, CacheOutcome) {
+        let path = self.entry_path(bytes);
+        let Ok(stored) = fs::read(&path) else {
+            return (None, CacheOutcome::Miss);
+        };
+        match verified_artifact(&stored) {
+            // SAFETY: the artifact was produced by `Component::serialize`
+            // for an engine with this compatibility hash (the file name),
+            // and its BLAKE3 hash matches the one written with it, so it
+            // is byte-for-byte what this host wrote.
+            Some(artifact) => match unsafe { Component::deserialize(engine, artifact) } {
+                Ok(component) => return (Some(component), CacheOutcome::Hit),
+                Err(e) => tracing::warn!("cache entry {} unusable ({e:#}); recompiling", path.display()),
+            },
+            None => tracing::warn!("cache entry {} failed verification; recompiling", path.display()),
+        }
+        (None, CacheOutcome::Recompiled)
+    }
+
+    /// Stores the compiled `component` of `bytes`. A read-only or full disk
+    /// costs speed, not correctness: a failure is logged, not returned.
+    pub fn put(&self, bytes: &[u8], component: &Component) {
+        let path = self.entry_path(bytes);
+        if let Err(e) = self.store(&path, component) {
             tracing::warn!("could not write cache entry {}: {e:#}", path.display());
         }
-        Ok((component, outcome))
     }
 
     fn store(&self, path: &Path, component: &Component) -> Result<()> {

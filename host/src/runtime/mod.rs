@@ -11,11 +11,12 @@ pub mod bindings;
 pub mod cache;
 pub mod failure;
 pub mod imports;
+pub mod progress;
 pub mod store;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,7 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
 pub use cache::{CacheOutcome, CompileCache};
+pub use progress::{CompileEvent, CompileObserver, Phase, Tier};
 pub use store::CallState;
 
 /// How often the epoch ticks; deadlines are counted in ticks.
@@ -94,6 +96,14 @@ pub struct RuntimeOptions {
     pub limits: Limits,
     /// Use the pooling allocator if the machine allows it (default true).
     pub disable_pooling: bool,
+    /// Compile every component with the optimising compiler. By default a
+    /// built-in whose optimised code is not cached yet is compiled for its
+    /// first use with the Winch baseline compiler (about 10× faster to
+    /// compile; see docs/benchmarks.md), and [`Runtime::optimise`] fills the
+    /// cache with the optimised code for every later use.
+    pub always_optimise: bool,
+    /// Told of every compile that does not come from the cache.
+    pub observer: Option<CompileObserver>,
 }
 
 /// One wasmtime engine with its linkers and compile cache.
@@ -102,9 +112,23 @@ pub struct Runtime {
     tool_linker: Linker<CallState>,
     middleware_linker: Linker<CallState>,
     cache: Option<CompileCache>,
+    /// Built on the first compile that needs it (most processes find the
+    /// optimised code cached and never do); `None` inside when turned off
+    /// or unavailable.
+    baseline: Arc<OnceLock<Option<Baseline>>>,
+    options: RuntimeOptions,
     pooling: bool,
     limits: Limits,
     _ticker: EpochTicker,
+}
+
+/// The Winch engine for first uses: its own engine (code from one engine
+/// cannot run in another), linker and cache entries (the engine's
+/// compatibility hash keys them apart from the optimised ones).
+struct Baseline {
+    engine: Engine,
+    tool_linker: Linker<CallState>,
+    cache: Option<CompileCache>,
 }
 
 impl Runtime {
@@ -137,8 +161,19 @@ impl Runtime {
             Some(dir) => Some(CompileCache::open(dir, &engine)?),
             None => None,
         };
-        let ticker = EpochTicker::start(engine.clone());
-        Ok(Self { engine, tool_linker, middleware_linker, cache, pooling, limits: options.limits, _ticker: ticker })
+        let baseline = Arc::new(OnceLock::new());
+        let ticker = EpochTicker::start(engine.clone(), baseline.clone());
+        Ok(Self {
+            engine,
+            tool_linker,
+            middleware_linker,
+            cache,
+            baseline,
+            options: options.clone(),
+            pooling,
+            limits: options.limits,
+            _ticker: ticker,
+        })
     }
 
     /// The engine.
@@ -149,6 +184,15 @@ impl Runtime {
     /// The linker for the `tool-component` world.
     pub fn tool_linker(&self) -> &Linker<CallState> {
         &self.tool_linker
+    }
+
+    /// The `tool-component` linker of the engine that compiled `component`
+    /// (the optimising one, or the baseline one for a first use).
+    pub fn tool_linker_for(&self, component: &Component) -> &Linker<CallState> {
+        match self.baseline.get() {
+            Some(Some(b)) if Engine::same(component.engine(), &b.engine) => &b.tool_linker,
+            _ => &self.tool_linker,
+        }
     }
 
     /// The linker for the `middleware-component` world.
@@ -168,11 +212,97 @@ impl Runtime {
         self.pooling
     }
 
-    /// Compiles a component, through the cache when there is one.
-    pub fn compile(&self, bytes: &[u8]) -> Result<(Component, CacheOutcome)> {
+    /// Compiles a component with the optimising compiler, through the cache
+    /// when there is one. `label` names it in [`CompileEvent`]s.
+    pub fn compile(&self, bytes: &[u8], label: &str) -> Result<(Component, CacheOutcome)> {
+        let compile = || self.observed(label, Tier::Optimised, || Component::new(&self.engine, bytes));
         match &self.cache {
-            Some(cache) => cache.get_or_compile(&self.engine, bytes),
-            None => Ok((Component::new(&self.engine, bytes)?, CacheOutcome::Disabled)),
+            Some(cache) => cache.get_or_compile(&self.engine, bytes, compile),
+            None => Ok((compile()?, CacheOutcome::Disabled)),
+        }
+    }
+
+    /// Compiles a component for its first use in this process: its optimised
+    /// code when the cache has it, otherwise (unless
+    /// [`RuntimeOptions::always_optimise`]) baseline code, which compiles
+    /// several times faster; then [`Runtime::optimise`] is worth calling.
+    pub fn compile_first_use(&self, bytes: &[u8], label: &str) -> Result<(Component, CacheOutcome, Tier)> {
+        if self.options.always_optimise {
+            return self.compile(bytes, label).map(|(c, outcome)| (c, outcome, Tier::Optimised));
+        }
+        if let Some(cache) = &self.cache
+            && let (Some(component), outcome) = cache.lookup(&self.engine, bytes)
+        {
+            return Ok((component, outcome, Tier::Optimised));
+        }
+        let Some(baseline) = self.baseline.get_or_init(|| Baseline::new(&self.options)) else {
+            return self.compile(bytes, label).map(|(c, outcome)| (c, outcome, Tier::Optimised));
+        };
+        let compile = || self.observed(label, Tier::Baseline, || Component::new(&baseline.engine, bytes));
+        let (component, outcome) = match &baseline.cache {
+            Some(cache) => cache.get_or_compile(&baseline.engine, bytes, compile)?,
+            None => (compile()?, CacheOutcome::Disabled),
+        };
+        Ok((component, outcome, Tier::Baseline))
+    }
+
+    /// Whether the cache holds the optimised code of `bytes` (false without
+    /// a cache).
+    pub fn is_optimised_cached(&self, bytes: &[u8]) -> bool {
+        self.cache.as_ref().is_some_and(|cache| cache.entry_path(bytes).is_file())
+    }
+
+    /// Compiles `bytes` with the optimising compiler into the cache, unless
+    /// it is there already, so that the next load uses optimised code. Does
+    /// nothing without a cache. Blocking: run it off the async threads.
+    pub fn optimise(&self, bytes: &[u8], label: &str) -> Result<()> {
+        if self.cache.is_some() {
+            self.compile(bytes, label)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `compile`, telling the observer when it starts and ends.
+    fn observed(
+        &self,
+        label: &str,
+        tier: Tier,
+        compile: impl FnOnce() -> wasmtime::Result<Component>,
+    ) -> Result<Component> {
+        let tell = |phase| {
+            if let Some(observer) = &self.options.observer {
+                (observer.0)(&CompileEvent { label: label.to_string(), tier, phase });
+            }
+        };
+        tell(Phase::Started);
+        let started = Instant::now();
+        let result = compile().map_err(anyhow::Error::from);
+        tell(Phase::Finished(started.elapsed()));
+        result
+    }
+}
+
+impl Baseline {
+    /// The Winch engine, with on-demand allocation (first uses are few; a
+    /// second pool would reserve its address space twice). `None` when Winch
+    /// cannot compile for this machine: first uses then optimise.
+    fn new(options: &RuntimeOptions) -> Option<Self> {
+        let mut config = config(options, false);
+        config.strategy(wasmtime::Strategy::Winch);
+        let built = Engine::new(&config).map_err(anyhow::Error::from).and_then(|engine| {
+            let tool_linker = imports::tool_linker(&engine)?;
+            let cache = match &options.cache_dir {
+                Some(dir) => Some(CompileCache::open(dir, &engine)?),
+                None => None,
+            };
+            Ok(Self { engine, tool_linker, cache })
+        });
+        match built {
+            Ok(baseline) => Some(baseline),
+            Err(e) => {
+                tracing::info!("the Winch baseline compiler is unavailable ({e:#}); first uses compile optimised code");
+                None
+            }
         }
     }
 }
@@ -230,19 +360,22 @@ fn profiler_from_env() -> Option<wasmtime::ProfilingStrategy> {
     }
 }
 
-/// Increments the engine epoch every [`EPOCH_TICK`] until dropped.
+/// Increments the engines' epoch every [`EPOCH_TICK`] until dropped.
 struct EpochTicker {
     stop: Arc<AtomicBool>,
 }
 
 impl EpochTicker {
-    fn start(engine: Engine) -> Self {
+    fn start(engine: Engine, baseline: Arc<OnceLock<Option<Baseline>>>) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let spawned = std::thread::Builder::new().name("toolhost-epoch".into()).spawn(move || {
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(EPOCH_TICK);
                 engine.increment_epoch();
+                if let Some(Some(b)) = baseline.get() {
+                    b.engine.increment_epoch();
+                }
             }
         });
         if let Err(e) = spawned {

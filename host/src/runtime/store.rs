@@ -304,7 +304,13 @@ impl WasiView for CallState {
 /// a callback that consults the shared [`Deadline`] and yields to the async
 /// executor every few milliseconds so a spinning guest cannot starve others.
 pub fn new_store(runtime: &Runtime, state: CallState) -> Store<CallState> {
-    let mut store = Store::new(runtime.engine(), state);
+    new_store_on(runtime.engine(), state)
+}
+
+/// [`new_store`] on a given engine: a component's instances live in stores
+/// of the engine that compiled it (the baseline one for a first use).
+pub fn new_store_on(engine: &wasmtime::Engine, state: CallState) -> Store<CallState> {
+    let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limits);
     store.set_epoch_deadline(slice_ticks());
     store.epoch_deadline_callback(|ctx| {

@@ -12,9 +12,10 @@ use crate::catalog::builtin::{self, BUILTINS, Builtin, TOOL_NAMES};
 use crate::catalog::function::FunctionTool;
 use crate::catalog::tool::{LoadError, LookupError, Origin};
 use crate::events::PermissionAnswer;
-use crate::execution::component::load_builtin;
+use crate::execution::component::{load_builtin, load_builtin_unchecked};
 use crate::permission::Mode;
 use crate::response::ResultState;
+use crate::runtime::{CompileObserver, Phase, Tier};
 use crate::settings::Settings;
 use crate::toolhost::CallRequest;
 
@@ -47,7 +48,7 @@ fn every_guest_crate_has_one_component_and_a_unique_name() {
     names.dedup();
     assert_eq!(names.len(), BUILTINS.len(), "built-in names must be unique");
     for b in BUILTINS {
-        assert_eq!(builtin::find(b.name).map(|f| f.crate_name), Some(b.crate_name));
+        assert_eq!(builtin::named(b.name).map(|f| f.crate_name), Some(b.crate_name));
     }
 }
 
@@ -68,39 +69,37 @@ async fn start_up_registers_every_builtin_and_loads_none() {
 async fn each_use_loads_only_the_tool_it_needs() {
     let (host, _dir) = host(true).await;
 
+    // Describing and listing answer from the embedded metadata.
     let info = host.describe("Read").await.expect("Read is a built-in");
     assert_eq!((info.name.as_str(), &info.origin), ("Read", &Origin::Builtin));
-    assert_eq!(loaded(&host), ["Read"]);
+    let names: Vec<String> = host.list().await.expect("every built-in lists").into_iter().map(|t| t.name).collect();
+    assert_eq!(names, registered_names());
+    assert_eq!(loaded(&host), Vec::<String>::new(), "describe and list load nothing");
 
     let ctx = host.permission_context("Bash", Mode::Default);
     let decision = host.check("Bash", &json!({"command": "ls"}), &ctx, &host.rules()).await.expect("a decision");
     assert_eq!(decision.behavior, crate::permission::Behavior::Allow);
-    assert_eq!(loaded(&host), ["Bash", "Read"]);
+    assert_eq!(loaded(&host), ["Bash"]);
 
     let (tx, _rx) = tokio::sync::mpsc::channel(1);
     host.instantiate("Glob", None, tx).await.expect("a Glob instance");
-    assert_eq!(loaded(&host), ["Bash", "Glob", "Read"]);
+    assert_eq!(loaded(&host), ["Bash", "Glob"]);
 
     let r = host.call(CallRequest::new("TaskList", "{}")).finish(PermissionAnswer::AllowOnce).await.into_response();
     assert_eq!(r.state, ResultState::Success, "{r:?}");
-    assert_eq!(loaded(&host), ["Bash", "Glob", "Read", "TaskList"]);
+    assert_eq!(loaded(&host), ["Bash", "Glob", "TaskList"]);
 
     // Unknown names load nothing and say so.
     let err = host.describe("Nope").await.expect_err("no such tool");
     assert!(matches!(err, LookupError::Unknown(_)) && err.to_string().contains("'Nope' doesn't exist"), "{err}");
-    assert_eq!(loaded(&host).len(), 4);
-
-    // Listing loads every one, in name order.
-    let names: Vec<String> = host.list().await.expect("every built-in loads").into_iter().map(|t| t.name).collect();
-    assert_eq!(names, registered_names());
-    assert_eq!(loaded(&host), registered_names());
+    assert_eq!(loaded(&host).len(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_builtin_loads_under_its_registered_name() {
     let (host, _dir) = host(true).await;
     for info in host.list().await.expect("every built-in loads") {
-        let b = builtin::find(&info.name).unwrap_or_else(|| panic!("{} is not in TOOL_NAMES", info.name));
+        let b = builtin::named(&info.name).unwrap_or_else(|| panic!("{} is not in TOOL_NAMES", info.name));
         assert_eq!(info.origin, Origin::Builtin);
         assert_eq!(info.sha256, b.sha256, "{}", info.name);
     }
@@ -114,7 +113,7 @@ async fn every_builtin_loads_under_its_registered_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_builtin_reporting_another_name_is_a_load_error_that_spares_the_others() {
     let (host, _dir) = host(true).await;
-    let bash = builtin::find("Bash").expect("Bash is a built-in");
+    let bash = builtin::named("Bash").expect("Bash is a built-in");
     let misnamed = Builtin { name: "Shell", ..*bash };
 
     let err = load_builtin(host.runtime(), &misnamed).await.err().expect("the name must be checked");
@@ -140,9 +139,10 @@ async fn a_builtin_reporting_another_name_is_a_load_error_that_spares_the_others
     let err = host.list().await.expect_err("the listing names the tool that failed");
     assert!(err.to_string().contains("built-in tool Shell"), "{err}");
     assert!(!host.is_loaded("Shell"));
-    // The listing loaded the others, and they work.
-    assert!(host.names().iter().filter(|n| *n != "Shell").all(|n| host.is_loaded(n)));
-    assert_eq!(host.describe("Bash").await.expect("Bash still loads").name, "Bash");
+    // No other tool is affected.
+    assert_eq!(host.describe("Bash").await.expect("Bash still describes").name, "Bash");
+    let r = host.call(CallRequest::new("TaskList", "{}")).finish(PermissionAnswer::AllowOnce).await.into_response();
+    assert_eq!(r.state, ResultState::Success, "{r:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,7 +159,7 @@ async fn a_plugin_named_like_a_builtin_is_refused_without_loading_the_builtin() 
     );
 
     // A component plugin (the Bash component itself, as a file) likewise.
-    let bash = builtin::find("Bash").expect("Bash is a built-in");
+    let bash = builtin::named("Bash").expect("Bash is a built-in");
     let file = dir.path().join("bash.wasm");
     std::fs::write(&file, bash.bytes).expect("writing the plugin");
     let err = host.load_file(&file).await.expect_err("the name is taken");
@@ -208,4 +208,135 @@ async fn without_builtins_nothing_is_registered() {
     assert!(host.names().is_empty());
     assert!(host.list().await.expect("an empty listing").is_empty());
     assert!(matches!(host.describe("Bash").await, Err(LookupError::Unknown(_))));
+}
+
+/// A host over an empty compile cache of its own, telling `events` of every
+/// compile; `cache` must outlive it.
+async fn host_on_cache(
+    cache: &std::path::Path,
+    events: Arc<std::sync::Mutex<Vec<(String, Tier, bool)>>>,
+) -> (Toolhost, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut settings = Settings::default();
+    settings.permissions.working_dirs = vec![dir.path().display().to_string()];
+    settings.cache_dir = Some(cache.to_path_buf());
+    let observer = CompileObserver::new(move |e| {
+        let finished = matches!(e.phase, Phase::Finished(_));
+        events.lock().unwrap().push((e.label.clone(), e.tier, finished));
+    });
+    let host = Toolhost::builder().settings(settings, None).compile_observer(observer).build().await.expect("a host");
+    (host, dir)
+}
+
+fn cached_artifacts(cache: &std::path::Path) -> usize {
+    std::fs::read_dir(cache)
+        .map(|d| d.filter_map(Result::ok).filter(|e| e.path().extension().is_some_and(|x| x == "cwasm")).count())
+        .unwrap_or(0)
+}
+
+/// `TOOLHOST_BLESS_METADATA=1` rewrites the files from the components
+/// (after a deliberate change of a built-in's metadata), then fails so that
+/// the host is rebuilt with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builtin_metadata_files_match_the_components() {
+    let (host, _dir) = host(true).await;
+    let bless = std::env::var_os("TOOLHOST_BLESS_METADATA").is_some();
+    for b in BUILTINS {
+        let tool = load_builtin_unchecked(host.runtime(), b).await.unwrap_or_else(|e| panic!("{}: {e}", b.name));
+        let from_component = builtin::BuiltinMetadata::of(&tool.info);
+        if bless {
+            let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../guest-tools/tools")
+                .join(b.crate_name)
+                .join("metadata.json");
+            let text = serde_json::to_string_pretty(&from_component).expect("metadata as JSON") + "\n";
+            std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+            continue;
+        }
+        let embedded = b.info().unwrap_or_else(|e| panic!("{}: {e}", b.name));
+        assert_eq!(builtin::BuiltinMetadata::of(&embedded), from_component, "{}: metadata.json drifted", b.name);
+        // Everything `describe` shows is the same, loaded or not.
+        assert_eq!(serde_json::to_value(&embedded).unwrap(), serde_json::to_value(&tool.info).unwrap(), "{}", b.name);
+    }
+    assert!(!bless, "metadata.json files rewritten: rebuild toolhost (touch host/build.rs) and run the tests again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_builtin_whose_metadata_file_drifted_is_refused_when_loaded() {
+    let (host, _dir) = host(true).await;
+    let bash = builtin::named("Bash").expect("Bash is a built-in");
+    let mut metadata: serde_json::Value = serde_json::from_str(bash.metadata).expect("Bash's metadata.json");
+    metadata["read_only"] = json!(true);
+    let drifted = Builtin { metadata: Box::leak(metadata.to_string().into_boxed_str()), ..*bash };
+    assert!(drifted.info().expect("still valid metadata").read_only);
+    let err = load_builtin(host.runtime(), &drifted).await.err().expect("the drift must be caught");
+    assert!(matches!(err, LoadError::BuiltinMetadataDrift { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("guest-tools/tools/bash/metadata.json") && text.contains("TOOLHOST_BLESS_METADATA"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_and_describing_on_an_empty_cache_compile_nothing() {
+    let cache = tempfile::tempdir().expect("a cache dir");
+    let events = Arc::default();
+    let (host, _dir) = host_on_cache(cache.path(), Arc::clone(&events)).await;
+    let infos = host.list().await.expect("every built-in lists");
+    assert_eq!(infos.iter().map(|t| t.name.clone()).collect::<Vec<_>>(), registered_names());
+    for info in &infos {
+        let b = builtin::named(&info.name).expect("a built-in");
+        assert_eq!(serde_json::to_value(info).unwrap(), serde_json::to_value(b.info().unwrap()).unwrap());
+        host.describe(&info.name).await.expect("describes");
+    }
+    assert_eq!(*events.lock().unwrap(), Vec::new(), "list and describe compile nothing");
+    assert_eq!(cached_artifacts(cache.path()), 0);
+    assert_eq!(loaded(&host), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_use_runs_baseline_code_and_later_hosts_run_the_optimised_code_it_caches() {
+    let cache = tempfile::tempdir().expect("a cache dir");
+    let events = Arc::default();
+    let (host, _dir) = host_on_cache(cache.path(), Arc::clone(&events)).await;
+    let call = |host: &Toolhost| {
+        let host = host.clone();
+        async move {
+            let r = host.call(CallRequest::new("TaskList", "{}")).finish(PermissionAnswer::AllowOnce).await;
+            let r = r.into_response();
+            assert_eq!(r.state, ResultState::Success, "{r:?}");
+        }
+    };
+    let label = "built-in tool TaskList".to_string();
+
+    call(&host).await;
+    let baseline = vec![(label.clone(), Tier::Baseline, false), (label.clone(), Tier::Baseline, true)];
+    assert_eq!(*events.lock().unwrap(), baseline, "the first use compiles baseline code only");
+    assert_eq!(host.builtins_to_optimise(), ["TaskList"]);
+
+    let task_list = builtin::named("TaskList").expect("a built-in");
+    builtin::optimise(host.runtime(), task_list).expect("the optimised compile");
+    let optimised = vec![(label.clone(), Tier::Optimised, false), (label.clone(), Tier::Optimised, true)];
+    assert_eq!(events.lock().unwrap()[2..], optimised);
+    assert_eq!(host.builtins_to_optimise(), Vec::<&str>::new());
+    assert_eq!(cached_artifacts(cache.path()), 2, "baseline and optimised code, one entry each");
+    // Optimising again compiles nothing.
+    builtin::optimise(host.runtime(), task_list).expect("a cache hit");
+    assert_eq!(events.lock().unwrap().len(), 4);
+
+    // A new host (a later process) loads the optimised code without
+    // compiling: with the baseline entry gone, no compile means it did.
+    let optimised_entry =
+        crate::runtime::CompileCache::open(cache.path(), host.runtime().engine()).unwrap().entry_path(task_list.bytes);
+    for entry in std::fs::read_dir(cache.path()).unwrap().filter_map(Result::ok) {
+        if entry.path() != optimised_entry {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    let later = Arc::default();
+    let (host, _dir) = host_on_cache(cache.path(), Arc::clone(&later)).await;
+    call(&host).await;
+    assert_eq!(*later.lock().unwrap(), Vec::new(), "the later host compiles nothing");
+    assert_eq!(host.builtins_to_optimise(), Vec::<&str>::new(), "it runs the optimised code");
 }

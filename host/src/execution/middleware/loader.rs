@@ -36,8 +36,9 @@ pub async fn load_middleware_component(
 ) -> Result<LoadedMiddleware, LoadError> {
     check_header(bytes, label)?;
     let sha256 = hex::encode(Sha256::digest(bytes));
-    let (component, _) = runtime.compile(bytes).map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
-    let wit_version = check_exports(runtime, &component, label, ComponentKind::Middleware)?;
+    let (component, _) =
+        runtime.compile(bytes, label).map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
+    let wit_version = check_exports(&component, label, ComponentKind::Middleware)?;
     let pre = runtime
         .middleware_linker()
         .instantiate_pre(&component)

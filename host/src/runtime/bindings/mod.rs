@@ -140,6 +140,14 @@ impl ToolPre {
         }
     }
 
+    /// The engine that compiled the component: its instances live in stores
+    /// of that engine (the baseline one for a first use).
+    pub fn engine(&self) -> &wasmtime::Engine {
+        match &self.0 {
+            ToolPreInner::V0_1_0(pre) => pre.engine(),
+        }
+    }
+
     /// Instantiates the component in `store`.
     pub async fn instantiate(&self, store: &mut Store<CallState>) -> wasmtime::Result<ToolBindings> {
         Ok(match &self.0 {
@@ -288,29 +296,5 @@ mod tests {
         assert_eq!(package_version("toolhost:tool/backend@0.1.0"), Some("0.1.0"));
         assert_eq!(package_version("other:tool/backend@0.1.0"), None);
         assert_eq!(WitVersion::accepted(), "0.1.0");
-    }
-
-    /// Real components: a built-in (built from `guest-tools/`) is routed
-    /// from its own import and export names to `v0_1_0`, and its linked
-    /// form is that module's.
-    #[test]
-    fn a_built_in_routes_to_v0_1_0() {
-        let runtime = crate::runtime::Runtime::new(&crate::runtime::RuntimeOptions {
-            disable_pooling: true,
-            ..Default::default()
-        })
-        .unwrap();
-        let builtin = crate::builtin::find("Glob").expect("the Glob built-in");
-        let (component, _) = runtime.compile(builtin.bytes).unwrap();
-        let version =
-            crate::tool::check_exports(&runtime, &component, "built-in glob", crate::tool::ComponentKind::Tool)
-                .unwrap();
-        assert_eq!(version, WitVersion::V0_1_0);
-        let linked = runtime.tool_linker().instantiate_pre(&component).unwrap();
-        assert_eq!(ToolPre::new(version, linked).unwrap().version(), WitVersion::V0_1_0);
-        let err =
-            crate::tool::check_exports(&runtime, &component, "built-in glob", crate::tool::ComponentKind::Middleware)
-                .unwrap_err();
-        assert!(matches!(err, crate::tool::LoadError::NotMiddleware(_)), "{err}");
     }
 }
