@@ -47,6 +47,6 @@ pub use catalog::function::FunctionTool;
 pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer, PermissionRequest};
 pub use execution::callable::CallableTool;
 pub use execution::middleware::NativeMiddleware;
-pub use types::ToolError;
 pub use tool::LookupError;
 pub use toolhost::{CallRequest, ExternalResult, Replacement, Toolhost, ToolhostBuilder, tool_error_text};
+pub use types::ToolError;

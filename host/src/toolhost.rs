@@ -44,6 +44,8 @@ use crate::runtime::{CompileObserver, Runtime, RuntimeOptions};
 use crate::settings::Settings;
 use crate::state::AgentState;
 
+#[cfg(test)]
+mod backend_tests;
 pub mod batch;
 mod call;
 mod function;

@@ -22,8 +22,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::wire::{CheckRequest, write_answer, write_error};
-use crate::Toolhost;
 use crate::CallableTool;
+use crate::Toolhost;
 use crate::permission::{Context, Mode, RuleSet};
 
 /// Why a batch stopped before the end of its input.

@@ -10,10 +10,10 @@ use tokio::sync::mpsc;
 
 use crate::permission::{self, Behavior, PolicyTool, Rule, ToolVerdict};
 use crate::response::Chunk;
-use crate::types::ToolError;
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::store::{CallSetup, Deadline};
 use crate::runtime::{Limits, Runtime};
+use crate::types::ToolError;
 
 /// A kind of tool: what a loaded tool holds to make instances.
 pub trait ToolKind: Send + Sync + 'static {

@@ -18,10 +18,10 @@ use crate::catalog::function::{FUNCTION_TOOL_ASK, FunctionOutput, FunctionTool};
 use crate::catalog::tool::{LoadError, Origin, validate_metadata};
 use crate::permission::{self, Behavior, Rule, ToolVerdict};
 use crate::response::{Chunk, ResultState};
-use crate::types::ToolError;
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::store::{CallSetup, Deadline, OutputSink};
 use crate::runtime::{Limits, Runtime};
+use crate::types::ToolError;
 
 /// The [`ToolKind`] of a registered [`FunctionTool`].
 pub struct FunctionKind(pub Arc<FunctionTool>);

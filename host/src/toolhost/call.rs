@@ -23,10 +23,10 @@ use crate::execution::loaded::{LoadedTool, validate_input};
 use crate::execution::middleware::registry::Registry as MiddlewareRegistry;
 use crate::permission::{self, Behavior, Decision, PolicyTool as _, RuleSet};
 use crate::response::{Chunk, ResultState, ToolResponse};
-use crate::types::ToolError;
 use crate::runtime::store::{CallSetup, Deadline};
 use crate::runtime::{Limits, Runtime};
 use crate::state::AgentState;
+use crate::types::ToolError;
 
 impl Toolhost {
     /// A fresh callable for `loaded` in `phase`, its output going to

@@ -23,12 +23,12 @@ use crate::execution::host::{ExecutionHost, Permit, Verdict};
 use crate::execution::instance::with_deadline;
 use crate::execution::loaded::{LoadedTool, validate_input};
 use crate::response::Chunk;
-use crate::types::{self, ToolError};
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::imports::chain::{ChainRunner, InnerOutcome, NextHandler};
 use crate::runtime::store::{CallSetup, Deadline, OutputSink, new_store};
 use crate::runtime::{CallState, Limits};
 use crate::state::AgentState;
+use crate::types::{self, ToolError};
 
 /// Room a middleware's output cap leaves above the call's cap, so that a
 /// middleware forwarding a tool's output that was already cut (content up

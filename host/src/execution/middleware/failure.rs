@@ -2,9 +2,9 @@
 //! middleware (by name), or an attachment naming a middleware that is not
 //! loaded.
 
-use crate::types::ToolError;
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::imports::chain::InnerOutcome;
+use crate::types::ToolError;
 
 /// Why a middleware failed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use super::chain::Link;
 use crate::catalog::tool::ToolInfo;
 use crate::response::Chunk;
-use crate::types::ToolError;
 use crate::runtime::imports::chain::{InnerCall, NextHandler};
 use crate::runtime::store::OutputSink;
+use crate::types::ToolError;
 
 /// A middleware implemented in Rust by the embedding program. It runs in
 /// the same chain as middleware components, without a sandbox (it is the
