@@ -4,47 +4,15 @@
 use std::io::{BufRead, Write};
 
 use anyhow::{Context as _, Result, bail};
-use serde::Deserialize;
-use serde_json::json;
 use toolhost::ExternalResult;
+use toolhost::ask_user::{Answer, Question, Questions, answers_result};
 
 use super::shown::{block, line};
-
-#[derive(Deserialize)]
-struct Params {
-    questions: Vec<Question>,
-}
-
-#[derive(Deserialize)]
-struct Question {
-    question: String,
-    header: String,
-    #[serde(default)]
-    context: Option<String>,
-    options: Vec<QuestionOption>,
-    #[serde(default)]
-    multi_select: bool,
-}
-
-#[derive(Deserialize)]
-struct QuestionOption {
-    label: String,
-    description: String,
-    #[serde(default)]
-    preview: Option<String>,
-}
-
-/// One answer, in the shape of AgentScope's `AskUserAnswer`.
-struct Answer {
-    question: String,
-    selected: Vec<String>,
-    other: Option<String>,
-}
 
 /// Asks every question on the terminal (`input` is AskUser's validated
 /// input) and returns the result for `complete_external`.
 pub fn ask(input: &serde_json::Value, mut read: impl BufRead, mut write: impl Write) -> Result<ExternalResult> {
-    let params: Params = serde_json::from_value(input.clone()).context("AskUser input")?;
+    let params = Questions::from_input(input).context("AskUser input")?;
     let mut answers = Vec::new();
     for q in &params.questions {
         // The questions are the model's text: shown with control characters escaped.
@@ -62,22 +30,7 @@ pub fn ask(input: &serde_json::Value, mut read: impl BufRead, mut write: impl Wr
         writeln!(write, "  {other}. Other (type your own answer)")?;
         answers.push(pick(q, other, &mut read, &mut write)?);
     }
-    let text = answers
-        .iter()
-        .map(|a| {
-            let mut parts = a.selected.clone();
-            if let Some(other) = &a.other {
-                parts.push(format!("Other: {other}"));
-            }
-            format!("- {}: {}", a.question, parts.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let metadata = json!({
-        "answers": answers.iter().map(|a| json!({"question": a.question, "selected": a.selected, "other": a.other})).collect::<Vec<_>>()
-    });
-    let serde_json::Value::Object(metadata) = metadata else { unreachable!("json! of an object") };
-    Ok(ExternalResult { output: format!("The user answered:\n{text}"), state: None, metadata })
+    Ok(answers_result(&answers))
 }
 
 fn pick(q: &Question, other: usize, read: &mut impl BufRead, write: &mut impl Write) -> Result<Answer> {
@@ -123,6 +76,8 @@ fn pick(q: &Question, other: usize, read: &mut impl BufRead, write: &mut impl Wr
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

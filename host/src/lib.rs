@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod ask_user;
 pub mod backend;
 pub mod capability;
 pub mod catalog;

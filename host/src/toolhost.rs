@@ -26,7 +26,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use anyhow::{Context as _, Result, bail};
 
@@ -212,6 +212,7 @@ impl ToolhostBuilder {
                 context_dirs,
                 tool_configs,
                 middleware_configs,
+                middleware_grants: Default::default(),
                 working_dirs,
                 state: Arc::new(AgentState::new()),
                 settings_path: self.settings_path,
@@ -249,6 +250,10 @@ struct Inner {
     tool_configs: BTreeMap<String, serde_json::Value>,
     /// Each configured middleware's settings as JSON text, converted once.
     middleware_configs: BTreeMap<String, String>,
+    /// Each middleware's grants in every phase, computed on its first call
+    /// (the settings and working directories never change; resolving the
+    /// roots touches the filesystem).
+    middleware_grants: Mutex<BTreeMap<String, Arc<PhaseGrants>>>,
     working_dirs: Vec<PathBuf>,
     state: Arc<AgentState>,
     settings_path: Option<PathBuf>,

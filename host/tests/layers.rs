@@ -35,6 +35,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("toolhost", 5),
     // services: what front ends share, over the façade.
     ("check_batch", 6),
+    ("ask_user", 6),
 ];
 
 /// Items named as `crate::Item` (re-exported at the crate root) and the

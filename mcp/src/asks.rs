@@ -11,6 +11,7 @@ use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
+use toolhost::ask_user::{self, Questions, answers_result};
 use toolhost::permission::Decision;
 use toolhost::{ExternalResult, PermissionAnswer, PermissionRequest};
 
@@ -96,30 +97,10 @@ pub(crate) fn not_asked(req: &PermissionRequest) -> String {
     text
 }
 
-#[derive(Deserialize)]
-struct Questions {
-    questions: Vec<Question>,
-}
-
-#[derive(Deserialize)]
-struct Question {
-    question: String,
-    header: String,
-    options: Vec<QuestionOption>,
-    #[serde(default)]
-    multi_select: bool,
-}
-
-#[derive(Deserialize)]
-struct QuestionOption {
-    label: String,
-    description: String,
-}
-
 /// The form for AskUser's questions (its validated input): one choice per
 /// question (several for multi-select), plus an optional free answer.
 pub(crate) fn ask_user_form(input: &Value) -> Option<ElicitRequestParams> {
-    let q: Questions = serde_json::from_value(input.clone()).ok()?;
+    let q = Questions::from_input(input).ok()?;
     let mut schema = ElicitationSchema::builder();
     let mut message = String::from("The agent asks:");
     for (i, question) in q.questions.iter().enumerate() {
@@ -140,29 +121,25 @@ pub(crate) fn ask_user_result(input: &Value, result: &ElicitResult) -> Option<Ex
     if result.action != ElicitationAction::Accept {
         return None;
     }
-    let q: Questions = serde_json::from_value(input.clone()).ok()?;
+    let q = Questions::from_input(input).ok()?;
     let content = result.content.clone().unwrap_or_default();
-    let mut lines = Vec::new();
-    let mut answers = Vec::new();
-    for (i, question) in q.questions.iter().enumerate() {
-        // Only labels the question offered count as selected.
-        let picked: Vec<String> = match content.get(format!("q{i}")) {
-            Some(Value::String(s)) => vec![s.clone()],
-            Some(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
-            _ => Vec::new(),
-        };
-        let selected: Vec<String> =
-            picked.into_iter().filter(|p| question.options.iter().any(|o| &o.label == p)).collect();
-        let other = content.get(format!("q{i}_other")).and_then(Value::as_str).filter(|s| !s.is_empty());
-        let mut parts = selected.clone();
-        if let Some(other) = other {
-            parts.push(format!("Other: {other}"));
-        }
-        lines.push(format!("- {}: {}", question.question, parts.join(", ")));
-        answers.push(json!({"question": question.question, "selected": selected, "other": other}));
-    }
-    let Value::Object(metadata) = json!({ "answers": answers }) else { return None };
-    Some(ExternalResult { output: format!("The user answered:\n{}", lines.join("\n")), state: None, metadata })
+    let answers: Vec<ask_user::Answer> = q
+        .questions
+        .iter()
+        .enumerate()
+        .map(|(i, question)| {
+            // Only labels the question offered count as selected.
+            let picked: Vec<String> = match content.get(format!("q{i}")) {
+                Some(Value::String(s)) => vec![s.clone()],
+                Some(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+                _ => Vec::new(),
+            };
+            let selected = picked.into_iter().filter(|p| question.options.iter().any(|o| &o.label == p)).collect();
+            let other = content.get(format!("q{i}_other")).and_then(Value::as_str).filter(|s| !s.is_empty());
+            ask_user::Answer { question: question.question.clone(), selected, other: other.map(str::to_string) }
+        })
+        .collect();
+    Some(answers_result(&answers))
 }
 
 /// The hex SHA-256 of a JSON value's text: binds an answer to one input.

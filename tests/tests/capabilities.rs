@@ -14,9 +14,10 @@ use std::sync::Arc;
 use serde_json::json;
 use toolhost::permission::Mode;
 use toolhost::response::ResultState;
+use toolhost::settings::Settings;
 use toolhost::state::AgentState;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
-use toolhost_e2e::{Scratch, guest, root, text, toolhost_bin};
+use toolhost_e2e::{Scratch, call, guest, root, text, toolhost_bin};
 
 /// Runs the CLI in `scratch` with `args`, `stdin` as its input and `env`
 /// added to its environment.
@@ -381,30 +382,88 @@ async fn a_granted_root_swapped_for_a_symlink_is_refused() {
 /// host machine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_metadata_probe_gets_a_backend_that_refuses_everything() {
-    let dir = Path::new("/tmp/toolhost-e2e-probe");
-    std::fs::create_dir_all(dir).expect("canary folder");
-    let canary = dir.join("canary");
-    std::fs::write(&canary, "untouched").expect("canary");
-    let _ = std::fs::remove_file(dir.join("spawned"));
+    let probe = ProbeCanary::new();
     let scratch = Scratch::new();
     let mut s = scratch.settings();
     s.builtins = false;
     s.plugins.push(guest("probe-attack"));
-    let policy = s.grants.entry("ProbeAttack".into()).or_default();
+    grant_probe_everything(&mut s, "ProbeAttack");
+    let host = scratch.host(s).await;
+    let report = host.describe("ProbeAttack").await.expect("ProbeAttack loads").description;
+    probe.assert_refused(&report);
+}
+
+/// The same attack from a middleware's `info` export (called at load time,
+/// before any grant applies) is refused the same way; and on calls, a
+/// middleware is handed its own `[middleware.NAME]` table, never another
+/// middleware's or a tool's settings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_middleware_info_probe_gets_nothing_and_a_middleware_sees_only_its_own_settings() {
+    let probe = ProbeCanary::new();
+    let scratch = Scratch::new();
+    let file = scratch.work().join("toolhost.toml");
+    let text = format!(
+        "builtins = false\nplugins = [{:?}]\n[tools.Echo]\nsecret = \"tool-secret\"\n\
+         [middleware]\nfiles = [{:?}]\n[middleware.attach]\nEcho = [\"mw-probe-attack\"]\n\
+         [middleware.mw-probe-attack]\nmine = 1\n[middleware.other]\nsecret = \"other-secret\"\n",
+        guest("echo"),
+        guest("mw-probe-attack")
+    );
+    std::fs::write(&file, text).unwrap();
+    let mut s = Settings::load(&file).unwrap();
+    let base = scratch.settings();
+    (s.permissions.working_dirs, s.cache_dir, s.state_dir) =
+        (base.permissions.working_dirs, base.cache_dir, base.state_dir);
+    grant_probe_everything(&mut s, "mw-probe-attack");
+    let host = scratch.host(s).await;
+    let info = host.middleware().into_iter().find(|m| m.name == "mw-probe-attack").expect("the middleware loads");
+    probe.assert_refused(&info.description);
+
+    let text = call(&host, "Echo", json!({"text": "hi"}), PermissionAnswer::AllowOnce).await.text();
+    assert!(text.contains(r#"config: {"mine":1}"#), "{text}");
+    assert!(!text.contains("secret"), "another's settings reached the middleware: {text}");
+    probe.assert_untouched();
+}
+
+/// The canary folder the probe attacks ([`tests/guests/probe-attack`]).
+struct ProbeCanary {
+    dir: &'static Path,
+}
+
+impl ProbeCanary {
+    fn new() -> Self {
+        let dir = Path::new("/tmp/toolhost-e2e-probe");
+        std::fs::create_dir_all(dir).expect("canary folder");
+        std::fs::write(dir.join("canary"), "untouched").expect("canary");
+        let _ = std::fs::remove_file(dir.join("spawned"));
+        Self { dir }
+    }
+
+    /// Every attempt in `report` was refused, and nothing outside changed.
+    fn assert_refused(&self, report: &str) {
+        let outcome = |attempt: &str| {
+            let prefix = format!("{attempt}: ");
+            report.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {attempt}: {report}"))
+        };
+        for attempt in ["write", "read"] {
+            assert!(outcome(attempt).contains("asked for its metadata gets no file or process operation"), "{report}");
+        }
+        assert!(outcome("exec").starts_with("ToolError::Denied("), "{report}");
+        assert_eq!((outcome("cwd"), outcome("home")), ("/", "/"), "no host path: {report}");
+        self.assert_untouched();
+    }
+
+    fn assert_untouched(&self) {
+        assert_eq!(std::fs::read_to_string(self.dir.join("canary")).expect("canary"), "untouched");
+        assert!(!self.dir.join("spawned").exists(), "a process ran");
+    }
+}
+
+/// Grants `name` writes to the canary folder and processes, so that only
+/// the probe's own backend can stop the attack.
+fn grant_probe_everything(s: &mut Settings, name: &str) {
+    let policy = s.grants.entry(name.into()).or_default();
     for cap in ["fs-write:/tmp/toolhost-e2e-probe", "exec"] {
         policy.add_grant(cap).expect("a valid grant");
     }
-    let host = scratch.host(s).await;
-    let report = host.describe("ProbeAttack").await.expect("ProbeAttack loads").description;
-    let outcome = |attempt: &str| {
-        let prefix = format!("{attempt}: ");
-        report.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {attempt}: {report}"))
-    };
-    for attempt in ["write", "read"] {
-        assert!(outcome(attempt).contains("asked for its metadata gets no file or process operation"), "{report}");
-    }
-    assert!(outcome("exec").starts_with("ToolError::Denied("), "{report}");
-    assert_eq!((outcome("cwd"), outcome("home")), ("/", "/"), "no host path: {report}");
-    assert_eq!(std::fs::read_to_string(&canary).expect("canary"), "untouched");
-    assert!(!dir.join("spawned").exists(), "a process ran");
 }

@@ -17,7 +17,7 @@
 //! the name is never missing in between.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
 
 use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
@@ -59,16 +59,22 @@ impl<T: Registered> Entry<T> {
     /// An entry that loads with `load` on first use and, until then,
     /// answers for its metadata with `describe`.
     pub(crate) fn lazy(origin: Origin, describe: Describer, load: Loader<T>) -> Self {
-        Entry::Lazy(Arc::new(LazyTool { origin, describe, load, loaded: OnceCell::new() }))
+        Entry::Lazy(Arc::new(LazyTool { origin, describe, described: OnceLock::new(), load, loaded: OnceCell::new() }))
     }
 
     /// Its metadata, without loading it.
     pub(crate) fn info(&self) -> Result<ToolInfo, LoadError> {
         match self {
             Entry::Loaded(tool) => Ok(tool.info().clone()),
-            Entry::Lazy(lazy) => match lazy.loaded.get() {
-                Some(tool) => Ok(tool.info().clone()),
-                None => (lazy.describe)(),
+            Entry::Lazy(lazy) => match (lazy.loaded.get(), lazy.described.get()) {
+                (Some(tool), _) => Ok(tool.info().clone()),
+                (None, Some(info)) => Ok(info.clone()),
+                // Validating the metadata compiles its schema: done once,
+                // not on every listing of a long-running host.
+                (None, None) => {
+                    let info = (lazy.describe)()?;
+                    Ok(lazy.described.get_or_init(|| info).clone())
+                }
             },
         }
     }
@@ -107,6 +113,8 @@ impl<T: Registered> Entry<T> {
 pub(crate) struct LazyTool<T> {
     origin: Origin,
     describe: Describer,
+    /// What `describe` answered, kept once it succeeded.
+    described: OnceLock<ToolInfo>,
     load: Loader<T>,
     /// Set once, by the first successful load; concurrent first uses wait
     /// for that one load.

@@ -31,8 +31,9 @@ pub(crate) trait ExecutionHost: Send + Sync + 'static {
     fn limits(&self) -> Limits;
     /// The loaded middleware and the attachments.
     fn middleware(&self) -> &Registry;
-    /// What `[grants.NAME]` gives the middleware `name` (nothing by default).
-    fn middleware_grants(&self, name: &str) -> Grants;
+    /// What `[grants.NAME]` gives the middleware `name` (nothing by
+    /// default), shaped for `phase`.
+    fn middleware_grants(&self, name: &str, phase: Phase) -> Arc<Grants>;
     /// The middleware's own settings (`[middleware.NAME]`) as JSON text.
     fn middleware_config(&self, name: &str) -> String;
     /// A fresh instance of `tool` for `phase`, its output going to `output`.

@@ -338,8 +338,8 @@ impl ExecutionHost for Toolhost {
         self.middleware_registry()
     }
 
-    fn middleware_grants(&self, name: &str) -> Grants {
-        Toolhost::middleware_grants(self, name)
+    fn middleware_grants(&self, name: &str, phase: Phase) -> Arc<Grants> {
+        self.middleware_phase_grants(name, phase)
     }
 
     fn middleware_config(&self, name: &str) -> String {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 
 use super::Toolhost;
-use crate::capability::{Declared, Grants};
+use crate::capability::{Declared, Grants, Phase, PhaseGrants};
 use crate::catalog::tool::Origin;
 use crate::execution::middleware::loader::check_name;
 use crate::execution::middleware::registry::Layer;
@@ -109,6 +109,18 @@ impl Toolhost {
             state: policy.state,
         };
         Grants::intersect(name, &declared, &policy, self.working_dirs(), &[], false)
+    }
+
+    /// [`Toolhost::middleware_grants`] shaped for `phase`, computed once per
+    /// middleware name.
+    pub(crate) fn middleware_phase_grants(&self, name: &str, phase: Phase) -> Arc<Grants> {
+        let mut cache = self.inner.middleware_grants.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(grants) = cache.get(name) {
+            return grants.get(phase);
+        }
+        let grants = Arc::new(PhaseGrants::new(self.middleware_grants(name)));
+        cache.insert(name.to_string(), grants.clone());
+        grants.get(phase)
     }
 
     /// Loads `[middleware].files` and applies `[middleware.attach]`.

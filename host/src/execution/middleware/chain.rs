@@ -280,7 +280,7 @@ impl Chain {
         let limits = self.middleware_limits();
         let mut state = CallState::new(CallSetup {
             tool: Arc::from(name),
-            grants: Arc::new(self.host.middleware_grants(name).for_phase(phase)),
+            grants: self.host.middleware_grants(name, phase),
             backend: self.host.backend(),
             agent_state: Some(self.session.clone().unwrap_or_else(|| self.host.agent_state())),
             limits,
