@@ -121,6 +121,19 @@ impl Scratch {
         s
     }
 
+    /// Settings read from a `toolhost.toml` with `text`, written in the
+    /// working directory (so relative paths resolve as a user's do), over
+    /// this scratch's working directory, cache and state folders.
+    pub fn settings_file(&self, text: &str) -> Settings {
+        let file = self.work().join("toolhost.toml");
+        std::fs::write(&file, text).expect("writing toolhost.toml");
+        let mut s = Settings::load(&file).expect("reading toolhost.toml");
+        let base = self.settings();
+        (s.permissions.working_dirs, s.cache_dir, s.state_dir) =
+            (base.permissions.working_dirs, base.cache_dir, base.state_dir);
+        s
+    }
+
     /// A host over these settings.
     pub async fn host(&self, settings: Settings) -> Toolhost {
         Toolhost::builder().settings(settings, None).build().await.expect("building the host")

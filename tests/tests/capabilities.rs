@@ -401,7 +401,6 @@ async fn the_metadata_probe_gets_a_backend_that_refuses_everything() {
 async fn a_middleware_info_probe_gets_nothing_and_a_middleware_sees_only_its_own_settings() {
     let probe = ProbeCanary::new();
     let scratch = Scratch::new();
-    let file = scratch.work().join("toolhost.toml");
     let text = format!(
         "builtins = false\nplugins = [{:?}]\n[tools.Echo]\nsecret = \"tool-secret\"\n\
          [middleware]\nfiles = [{:?}]\n[middleware.attach]\nEcho = [\"mw-probe-attack\"]\n\
@@ -409,11 +408,7 @@ async fn a_middleware_info_probe_gets_nothing_and_a_middleware_sees_only_its_own
         guest("echo"),
         guest("mw-probe-attack")
     );
-    std::fs::write(&file, text).unwrap();
-    let mut s = Settings::load(&file).unwrap();
-    let base = scratch.settings();
-    (s.permissions.working_dirs, s.cache_dir, s.state_dir) =
-        (base.permissions.working_dirs, base.cache_dir, base.state_dir);
+    let mut s = scratch.settings_file(&text);
     grant_probe_everything(&mut s, "mw-probe-attack");
     let host = scratch.host(s).await;
     let info = host.middleware().into_iter().find(|m| m.name == "mw-probe-attack").expect("the middleware loads");

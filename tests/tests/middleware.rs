@@ -142,7 +142,6 @@ async fn retry_reruns_a_failing_tool_on_a_fresh_instance() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_takes_max_attempts_from_its_middleware_settings() {
     let scratch = Scratch::new();
-    let file = scratch.work().join("toolhost.toml");
     let text = format!(
         "builtins = false\nplugins = [{:?}]\n[grants.Counter]\nstate = true\n\
          [middleware]\nfiles = [{:?}]\n[middleware.attach]\nCounter = [\"retry\"]\n\
@@ -150,11 +149,7 @@ async fn retry_takes_max_attempts_from_its_middleware_settings() {
         guest("counter"),
         example("retry")
     );
-    std::fs::write(&file, text).unwrap();
-    let mut s = Settings::load(&file).unwrap();
-    let base = scratch.settings();
-    (s.permissions.working_dirs, s.cache_dir, s.state_dir) =
-        (base.permissions.working_dirs, base.cache_dir, base.state_dir);
+    let s = scratch.settings_file(&text);
     assert_eq!(s.middleware.config("retry"), json!({"max_attempts": 5}));
     let host = scratch.host(s).await;
 
