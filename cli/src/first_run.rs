@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
+use toolhost::sync::MutexExt;
 
 use anyhow::{Context as _, Result, bail};
 use toolhost::Toolhost;
@@ -39,7 +40,7 @@ pub fn observer() -> Option<CompileObserver> {
 
 fn on_compile(event: &CompileEvent) {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut running = RUNNING.lock_unpoisoned();
     let running = running.get_or_insert_with(HashMap::new);
     match event.phase {
         Phase::Started => {
@@ -61,7 +62,7 @@ fn on_compile(event: &CompileEvent) {
 
 /// Announces compile `id` of `label` if it is still running.
 fn announce(label: &str, id: u64, tier: Tier) {
-    let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut running = RUNNING.lock_unpoisoned();
     if let Some((running_id, announced)) = running.as_mut().and_then(|r| r.get_mut(label))
         && *running_id == id
     {

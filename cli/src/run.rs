@@ -1,6 +1,7 @@
 //! `toolhost run`: a batch of calls, as an agent runs one model turn.
 
 use std::sync::{Arc, Mutex};
+use toolhost::sync::MutexExt;
 
 use anyhow::{Result, bail};
 use serde::Deserialize;
@@ -57,7 +58,7 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<u8> {
             eprintln!("{}", prompt::not_asked(&req.tool, &req.decision));
             return PermissionAnswer::Deny;
         }
-        let _turn = asking.lock().unwrap_or_else(|p| p.into_inner());
+        let _turn = asking.lock_unpoisoned();
         let documented = prompt::rules_have_documented_meaning(&origins, &req.tool);
         prompt::ask(&req.tool, &req.input, &req.decision, &remember_target, documented)
     });

@@ -28,6 +28,7 @@ pub mod response;
 pub mod runtime;
 pub mod settings;
 pub mod state;
+pub mod sync;
 mod toolhost;
 pub mod types;
 

@@ -2,6 +2,7 @@
 //! read cache behind read-before-write, and named JSON values (the task
 //! list). A session persists it to a file (`toolhost call --session NAME`).
 
+use crate::sync::MutexExt;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -165,7 +166,7 @@ impl AgentState {
     fn lock(&self) -> std::sync::MutexGuard<'_, StateData> {
         // A panic while holding the lock cannot leave the data half-updated
         // in a way that matters (each method does one whole update).
-        self.data.lock().unwrap_or_else(|p| p.into_inner())
+        self.data.lock_unpoisoned()
     }
 
     /// Records `content` for `path` read at `mtime_ns`, evicting the least

@@ -24,6 +24,7 @@
 //! [`Toolhost::is_loaded`], [`Toolhost::unload`] and
 //! [`Toolhost::rules_for_unknown_tools`] never load anything.
 
+use crate::sync::RwLockExt;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -375,6 +376,17 @@ impl Toolhost {
         self.inner.tools.remove(name)
     }
 
+    /// Tells of every change to the set of tools: the receiver's value (a
+    /// generation number) moves on each registration, replacement and
+    /// unload after this call, including loads through [`Toolhost::load_file`],
+    /// [`Toolhost::replace`] and [`Toolhost::register_function`]. Front ends
+    /// use it to send MCP `notifications/tools/list_changed`. Only the newest
+    /// generation is kept: a reader that falls behind sees one change, then
+    /// lists again. Loads nothing.
+    pub fn tool_list_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.tools.subscribe()
+    }
+
     /// Every registered tool's name, sorted, without loading any of them.
     pub fn names(&self) -> Vec<String> {
         self.inner.tools.read().keys().cloned().collect()
@@ -438,7 +450,7 @@ impl Toolhost {
     /// Rules configured for tools that are not registered (worth a
     /// warning). Loads nothing.
     pub fn rules_for_unknown_tools(&self) -> Vec<String> {
-        let rules = self.inner.rules.read().unwrap_or_else(|p| p.into_inner());
+        let rules = self.inner.rules.read_unpoisoned();
         let tools = self.inner.tools.read();
         rules.tools_named().filter(|t| !tools.contains_key(*t)).map(str::to_string).collect()
     }
@@ -511,7 +523,7 @@ impl Toolhost {
 
     /// The rules in force (configured plus remembered).
     pub fn rules(&self) -> Arc<RuleSet> {
-        self.inner.rules.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.inner.rules.read_unpoisoned().clone()
     }
 
     /// Adds a rule for the rest of this host's life and, with a settings
@@ -520,7 +532,7 @@ impl Toolhost {
     /// rule, the file, the cause and how to add the rule by hand.
     pub fn remember_rule(&self, rule: Rule) -> Result<()> {
         {
-            let mut rules = self.inner.rules.write().unwrap_or_else(|p| p.into_inner());
+            let mut rules = self.inner.rules.write_unpoisoned();
             let mut updated = RuleSet::clone(&rules);
             updated.add(rule.clone());
             *rules = Arc::new(updated);

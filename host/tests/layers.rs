@@ -26,6 +26,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("permission", 0),
     ("events", 0),
     ("types", 0),
+    ("sync", 0),
     // runtime: wasmtime, stores, host imports.
     ("runtime", 1),
     // settings: the settings file, over the types it configures.

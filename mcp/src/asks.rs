@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use toolhost::sync::MutexExt;
 
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, EnumSchema};
 use rmcp::model::{RequestStateCodec, SealOptions};
@@ -244,7 +245,7 @@ impl Rounds {
     ) -> anyhow::Result<String> {
         let nonce = hex::encode(random_bytes::<16>()?);
         {
-            let mut nonces = self.nonces.lock().unwrap_or_else(|p| p.into_inner());
+            let mut nonces = self.nonces.lock_unpoisoned();
             let now = Instant::now();
             nonces.retain(|_, born| now.duration_since(*born) < STATE_TTL);
             if nonces.len() >= MAX_PENDING {
@@ -266,7 +267,7 @@ impl Rounds {
         let payload = self.codec.open_with(sealed, &ad).map_err(|e| format!("the request state is not valid: {e}"))?;
         let state: RoundState =
             serde_json::from_slice(&payload).map_err(|e| format!("the request state is not valid: {e}"))?;
-        let fresh = self.nonces.lock().unwrap_or_else(|p| p.into_inner()).remove(&state.nonce);
+        let fresh = self.nonces.lock_unpoisoned().remove(&state.nonce);
         match fresh {
             Some(born) if born.elapsed() < STATE_TTL => Ok(state),
             _ => Err("this request state was already answered or has expired; call the tool again".into()),

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use toolhost::sync::MutexExt;
 
 use anyhow::Result;
 use toolhost::state::AgentState;
@@ -29,7 +30,7 @@ pub struct MemorySessions {
 impl MemorySessions {
     /// How many sessions hold state now.
     pub fn len(&self) -> usize {
-        self.states.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.states.lock_unpoisoned().len()
     }
 
     /// Whether no session holds state.
@@ -40,7 +41,7 @@ impl MemorySessions {
 
 impl SessionStore for MemorySessions {
     fn open(&self, key: &str) -> Result<Arc<AgentState>> {
-        let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
+        let mut states = self.states.lock_unpoisoned();
         Ok(states.entry(key.to_string()).or_insert_with(|| Arc::new(AgentState::new())).clone())
     }
 
@@ -49,7 +50,7 @@ impl SessionStore for MemorySessions {
     }
 
     fn end(&self, key: &str) {
-        self.states.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+        self.states.lock_unpoisoned().remove(key);
     }
 }
 

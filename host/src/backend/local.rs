@@ -51,6 +51,7 @@
 mod process;
 mod search;
 
+use crate::sync::MutexExt;
 use std::collections::HashMap;
 use std::io::{self, Write as _};
 use std::os::unix::fs::PermissionsExt as _;
@@ -175,7 +176,7 @@ impl LocalBackend {
                 BackendError::Io(format!("cannot open granted root {}: {e}", path.display()))
             }
         })?;
-        let mut cache = self.roots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.roots.lock_unpoisoned();
         if let Some((dir, _)) = cache.get(path)
             && let Ok(meta) = dir.dir_metadata()
             && meta.dev() == std::os::unix::fs::MetadataExt::dev(&current)

@@ -16,11 +16,12 @@
 //! finish on the old version, calls that start later get the new one, and
 //! the name is never missing in between.
 
+use crate::sync::RwLockExt;
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard};
 
 use futures::future::BoxFuture;
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, watch};
 
 use super::tool::{LoadError, LookupError, Origin, ToolInfo};
 use crate::runtime::Runtime;
@@ -125,11 +126,16 @@ pub(crate) struct LazyTool<T> {
 /// an entry out and drop the lock before loading it.
 pub(crate) struct Registry<T> {
     tools: RwLock<BTreeMap<String, Entry<T>>>,
+    /// The generation of the name → tool map: bumped by every insert,
+    /// replace and removal, so front ends can tell their clients that the
+    /// list changed (a `watch` channel: a slow reader sees the newest
+    /// generation, never a backlog).
+    changes: watch::Sender<u64>,
 }
 
 impl<T> Default for Registry<T> {
     fn default() -> Self {
-        Self { tools: RwLock::new(BTreeMap::new()) }
+        Self { tools: RwLock::new(BTreeMap::new()), changes: watch::Sender::new(0) }
     }
 }
 
@@ -137,7 +143,7 @@ impl<T: Registered> Registry<T> {
     /// The map, read-locked (for checks that must hold it, such as a
     /// middleware taking a name no tool may take meanwhile).
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, Entry<T>>> {
-        self.tools.read().unwrap_or_else(|p| p.into_inner())
+        self.tools.read_unpoisoned()
     }
 
     /// Registers `entry` as `name`, unless that name is taken (by a loaded
@@ -151,7 +157,7 @@ impl<T: Registered> Registry<T> {
         label: &str,
         clash: impl FnOnce() -> Option<LoadError>,
     ) -> Result<(), LoadError> {
-        let mut tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
+        let mut tools = self.tools.write_unpoisoned();
         if let Some(error) = clash() {
             return Err(error);
         }
@@ -167,6 +173,7 @@ impl<T: Registered> Registry<T> {
             });
         }
         tools.insert(name.to_string(), entry);
+        self.changed();
         Ok(())
     }
 
@@ -175,14 +182,30 @@ impl<T: Registered> Registry<T> {
     /// one, never nothing. Fails (changing nothing) when `name` is not
     /// registered. Returns the replaced entry.
     pub(crate) fn replace(&self, name: &str, tool: Arc<T>) -> Result<Entry<T>, LookupError> {
-        let mut tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
+        let mut tools = self.tools.write_unpoisoned();
         let slot = tools.get_mut(name).ok_or_else(|| LookupError::Unknown(name.to_string()))?;
-        Ok(std::mem::replace(slot, Entry::Loaded(tool)))
+        let old = std::mem::replace(slot, Entry::Loaded(tool));
+        self.changed();
+        Ok(old)
     }
 
     /// Removes `name`; returns whether it was registered.
     pub(crate) fn remove(&self, name: &str) -> bool {
-        self.tools.write().unwrap_or_else(|p| p.into_inner()).remove(name).is_some()
+        let removed = self.tools.write_unpoisoned().remove(name).is_some();
+        if removed {
+            self.changed();
+        }
+        removed
+    }
+
+    /// A receiver that sees the map's generation change on every insert,
+    /// replace and removal from now on.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|generation| *generation += 1);
     }
 
     /// The entry registered as `name`.

@@ -15,6 +15,7 @@
 //! I/O): each worker drives its chunk with `Handle::block_on`, so a decision
 //! costs no task hand-off between threads.
 
+use crate::sync::{CondvarExt, MutexExt};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{Read, Write};
@@ -106,7 +107,7 @@ impl BatchChecker {
         }
         let output = SharedBuffer::default();
         self.run(std::io::Cursor::new(input.into_bytes()), output.clone()).await?;
-        let bytes = std::mem::take(&mut *output.0.lock().unwrap_or_else(|p| p.into_inner()));
+        let bytes = std::mem::take(&mut *output.0.lock_unpoisoned());
         let text = String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("an answer is not UTF-8: {e}"))?;
         Ok(text.lines().map(str::to_owned).collect())
     }
@@ -118,7 +119,7 @@ struct SharedBuffer(Arc<Mutex<Vec<u8>>>);
 
 impl Write for SharedBuffer {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(buf);
+        self.0.lock_unpoisoned().extend_from_slice(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -325,7 +326,7 @@ impl Lanes {
     }
 
     fn lock(&self) -> MutexGuard<'_, LaneState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock_unpoisoned()
     }
 
     /// Queues a chunk, waiting while too many are in flight.
@@ -333,7 +334,7 @@ impl Lanes {
         let mut state = self.lock();
         while state.failure.is_none() && state.next_in - state.next_out >= self.limit {
             state.reader_waiting = true;
-            state = self.room.wait(state).unwrap_or_else(|p| p.into_inner());
+            state = self.room.wait_unpoisoned(state);
         }
         state.reader_waiting = false;
         if state.failure.is_some() {
@@ -361,7 +362,7 @@ impl Lanes {
                 return None;
             }
             state.idle += 1;
-            state = self.work.wait(state).unwrap_or_else(|p| p.into_inner());
+            state = self.work.wait_unpoisoned(state);
             state.idle -= 1;
         }
     }
@@ -390,7 +391,7 @@ impl Lanes {
 
     /// Writes answers out with as few `write`s as it takes, and flushes.
     fn write(&self, batch: &[Vec<u8>]) -> std::io::Result<()> {
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = self.out.lock_unpoisoned();
         match batch {
             [one] => out.write_all(one)?,
             _ => out.write_all(&batch.concat())?,
@@ -464,7 +465,7 @@ impl Batch {
     }
 
     fn context(&self, tool: &str) -> Arc<Context> {
-        let mut contexts = self.contexts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut contexts = self.contexts.lock_unpoisoned();
         if let Some(ctx) = contexts.get(tool) {
             return ctx.clone();
         }

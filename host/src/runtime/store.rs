@@ -1,5 +1,6 @@
 //! [`CallState`]: what one store (one instance, one call) carries.
 
+use crate::sync::MutexExt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -41,7 +42,7 @@ impl Deadline {
 
     /// When the call must end.
     pub fn until(&self) -> Instant {
-        *self.until.lock().unwrap_or_else(|p| p.into_inner())
+        *self.until.lock_unpoisoned()
     }
 
     /// Time left (zero once passed).
@@ -52,7 +53,7 @@ impl Deadline {
     /// Moves the deadline `by` later (time the call spent waiting for a
     /// person's answer does not count against it).
     pub fn postpone(&self, by: Duration) {
-        let mut until = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        let mut until = self.until.lock_unpoisoned();
         *until += by;
     }
 
@@ -60,7 +61,7 @@ impl Deadline {
     /// plus a grace period remains.
     pub fn extend_for(&self, needed: Duration) {
         let wanted = Instant::now() + needed.min(self.max_extension) + Duration::from_secs(5);
-        let mut until = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        let mut until = self.until.lock_unpoisoned();
         if wanted > *until {
             *until = wanted;
         }

@@ -1,6 +1,7 @@
 //! Middleware on the façade: loading, registering, attaching, replacing
 //! and unloading (the chain itself is [`crate::execution::middleware`]).
 
+use crate::sync::{MutexExt, RwLockExt};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -52,7 +53,7 @@ impl Toolhost {
     {
         let names: Vec<String> = names.into_iter().map(|n| n.as_ref().to_string()).collect();
         {
-            let layers = self.middleware_registry().layers.read().unwrap_or_else(|p| p.into_inner());
+            let layers = self.middleware_registry().layers.read_unpoisoned();
             for name in &names {
                 if !layers.contains_key(name) {
                     let loaded: Vec<&str> = layers.keys().map(String::as_str).collect();
@@ -66,30 +67,18 @@ impl Toolhost {
         if tool != EVERY_TOOL && !self.is_registered(tool) {
             tracing::warn!("middleware attached to '{tool}', which is not loaded (yet)");
         }
-        self.middleware_registry()
-            .attach
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(tool.to_string())
-            .or_default()
-            .extend(names);
+        self.middleware_registry().attach.write_unpoisoned().entry(tool.to_string()).or_default().extend(names);
         Ok(())
     }
 
     /// Detaches every middleware from `tool` (or from `"*"`).
     pub fn detach_all(&self, tool: &str) {
-        self.middleware_registry().attach.write().unwrap_or_else(|p| p.into_inner()).remove(tool);
+        self.middleware_registry().attach.write_unpoisoned().remove(tool);
     }
 
     /// Every loaded middleware, sorted by name.
     pub fn middleware(&self) -> Vec<MiddlewareInfo> {
-        self.middleware_registry()
-            .layers
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .map(|(_, i)| i.clone())
-            .collect()
+        self.middleware_registry().layers.read_unpoisoned().values().map(|(_, i)| i.clone()).collect()
     }
 
     /// The names of the middleware that wrap `tool`'s calls, outermost first.
@@ -114,7 +103,7 @@ impl Toolhost {
     /// [`Toolhost::middleware_grants`] shaped for `phase`, computed once per
     /// middleware name.
     pub(crate) fn middleware_phase_grants(&self, name: &str, phase: Phase) -> Arc<Grants> {
-        let mut cache = self.inner.middleware_grants.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.inner.middleware_grants.lock_unpoisoned();
         if let Some(grants) = cache.get(name) {
             return grants.get(phase);
         }

@@ -340,3 +340,30 @@ async fn a_first_use_runs_baseline_code_and_later_hosts_run_the_optimised_code_i
     assert_eq!(*later.lock().unwrap(), Vec::new(), "the later host compiles nothing");
     assert_eq!(host.builtins_to_optimise(), Vec::<&str>::new(), "it runs the optimised code");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_change_to_the_set_of_tools_is_announced_and_nothing_else_is() {
+    let (host, _dir) = host(false).await;
+    let mut changes = host.tool_list_changes();
+    let generation = *changes.borrow_and_update();
+    let echo = |text: &'static str| {
+        FunctionTool::new("Echo", "Echoes.", json!({"type": "object"}), move |_| async move { Ok::<_, String>(text) })
+    };
+
+    host.register_function(echo("v1")).expect("registering");
+    assert!(changes.has_changed().unwrap(), "a registration is a change");
+    changes.borrow_and_update();
+
+    host.register_function(echo("again")).expect_err("the name is taken");
+    host.list().await.expect("listing");
+    let _ = host.call(CallRequest::new("Echo", "{}")).finish(PermissionAnswer::Deny).await;
+    assert!(!changes.has_changed().unwrap(), "a refused registration, a listing or a call changes nothing");
+
+    host.replace("Echo", super::Replacement::Function(echo("v2"))).await.expect("replacing");
+    assert!(changes.has_changed().unwrap(), "a replacement is a change");
+    changes.borrow_and_update();
+
+    assert!(host.unload("Echo") && !host.unload("Echo"));
+    assert!(changes.has_changed().unwrap(), "an unload is a change");
+    assert_eq!(*changes.borrow_and_update(), generation + 3, "one generation per change");
+}

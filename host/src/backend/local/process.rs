@@ -2,6 +2,7 @@
 //! produced, the whole group killed at the timeout, after the main child
 //! exits, and when the handle is dropped.
 
+use crate::sync::MutexExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +31,7 @@ struct Group {
 
 impl Group {
     fn kill(&self) {
-        let mut alive = self.alive.lock().unwrap_or_else(|p| p.into_inner());
+        let mut alive = self.alive.lock_unpoisoned();
         if *alive {
             // SAFETY: killpg has no memory-safety preconditions; the group
             // leader is unreaped, so `pgid` still names our group.

@@ -5,6 +5,7 @@
 //! scope; this module keeps the walk inside it (`real_roots`) when symlinks
 //! are followed, and leaves toolhost's own files (`protected`) out.
 
+use crate::sync::MutexExt;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::OpenOptionsExt as _;
@@ -207,11 +208,11 @@ pub(super) fn walk(
                 Err(_) => (0, 0),
             };
             let item = DirEntry { path: entry.path().to_string_lossy().into_owned(), kind, size, mtime_ns: mtime };
-            found.lock().unwrap_or_else(|p| p.into_inner()).push(item);
+            found.lock_unpoisoned().push(item);
             WalkState::Continue
         })
     });
-    let mut out = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut out = found.into_inner_unpoisoned();
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
 }
@@ -286,12 +287,12 @@ pub(super) fn search(
                 return WalkState::Continue;
             }
             if let Some(found) = search_file(&mut searcher, &matcher, &file, entry.path(), req) {
-                results.lock().unwrap_or_else(|p| p.into_inner()).push(found);
+                results.lock_unpoisoned().push(found);
             }
             WalkState::Continue
         })
     });
-    let mut out = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut out = results.into_inner_unpoisoned();
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
 }

@@ -3,6 +3,7 @@
 //! again when the input changed, and run as its own task; failures are
 //! blamed on the layer responsible ([`super::failure`]).
 
+use crate::sync::MutexExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -124,7 +125,7 @@ pub(crate) async fn run_chain<H: ExecutionHost + Clone>(
     });
     let result = chain.run_layer(0, input_text, output, phase).await;
     let outcome = chain.settle(result).await;
-    chain.first.lock().unwrap_or_else(|p| p.into_inner()).take();
+    chain.first.lock_unpoisoned().take();
     outcome
 }
 
@@ -158,13 +159,13 @@ impl Chain {
                 Ok(outcome) => outcome,
                 Err(failure) => {
                     let error = failure.failure.as_tool_error();
-                    chain.failures.lock().unwrap_or_else(|p| p.into_inner()).push((position, failure));
+                    chain.failures.lock_unpoisoned().push((position, failure));
                     Err(error)
                 }
             };
             let _ = tx.send(outcome);
         });
-        self.tasks.lock().unwrap_or_else(|p| p.into_inner()).push(task);
+        self.tasks.lock_unpoisoned().push(task);
         Ok(rx)
     }
 
@@ -176,9 +177,7 @@ impl Chain {
     /// call's deadline. Returns the phase the tool's `call` gets for this
     /// input (read-only grants when its read-only claim allowed it).
     async fn recheck(&self, position: usize, value: serde_json::Value, text: &str) -> Result<Phase, ToolError> {
-        if let Some((_, phase)) =
-            self.allowed.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|(allowed, _)| *allowed == value)
-        {
+        if let Some((_, phase)) = self.allowed.lock_unpoisoned().iter().find(|(allowed, _)| *allowed == value) {
             return Ok(*phase);
         }
         let middleware = self.layers.get(position.wrapping_sub(1)).map(Layer::name).unwrap_or_default();
@@ -192,7 +191,7 @@ impl Chain {
         self.deadline.postpone(started.elapsed());
         match verdict {
             Verdict::Allow(phase) => {
-                self.allowed.lock().unwrap_or_else(|p| p.into_inner()).push((value, phase));
+                self.allowed.lock_unpoisoned().push((value, phase));
                 Ok(phase)
             }
             Verdict::Deny(decision) => Err(ToolError::Denied(format!(
@@ -229,8 +228,7 @@ impl Chain {
     }
 
     async fn run_tool(&self, input: String, output: mpsc::Sender<Chunk>, phase: Phase) -> LayerResult {
-        let first =
-            if phase == self.phase { self.first.lock().unwrap_or_else(|p| p.into_inner()).take() } else { None };
+        let first = if phase == self.phase { self.first.lock_unpoisoned().take() } else { None };
         let mut instance = match first {
             Some(instance) => instance,
             None => match self.host.instantiate(&self.tool, self.session.clone(), output.clone(), phase).await {
@@ -358,7 +356,7 @@ impl Chain {
     /// for its inner layers passes the blame inward, and a failed
     /// middleware fails the call even if an outer one carried on.
     async fn settle(&self, result: LayerResult) -> Result<InnerOutcome, CallFailure> {
-        let mut tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *self.tasks.lock_unpoisoned());
         let waited = matches!(&result, Err(f) if f.waiting);
         if waited {
             // Inner layers share the deadline, so they end about now.
@@ -368,7 +366,7 @@ impl Chain {
         for task in &tasks {
             task.abort();
         }
-        let failures = std::mem::take(&mut *self.failures.lock().unwrap_or_else(|p| p.into_inner()));
+        let failures = std::mem::take(&mut *self.failures.lock_unpoisoned());
         match result {
             Ok(outcome) => {
                 match failures.into_iter().find(|(_, f)| matches!(f.failure, CallFailure::Middleware { .. })) {

@@ -3,6 +3,7 @@
 //! [`Registry::replace`] and [`Registry::remove`] never disturb a running
 //! call: it finishes with the layers it started with.
 
+use crate::sync::RwLockExt;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
@@ -72,7 +73,7 @@ pub(crate) struct Registry {
 impl Registry {
     /// Adds a middleware unless its name is taken.
     pub(crate) fn insert(&self, layer: Layer, info: MiddlewareInfo, label: &str) -> Result<MiddlewareInfo, LoadError> {
-        let mut layers = self.layers.write().unwrap_or_else(|p| p.into_inner());
+        let mut layers = self.layers.write_unpoisoned();
         if layers.contains_key(&info.name) {
             return Err(LoadError::MiddlewareNameTaken { source_name: label.to_string(), name: info.name });
         }
@@ -84,7 +85,7 @@ impl Registry {
     /// step (chains that start later use it; running ones finish with the
     /// old one). `None` when no middleware of that name is loaded.
     pub(crate) fn replace(&self, layer: Layer, info: MiddlewareInfo) -> Option<MiddlewareInfo> {
-        let mut layers = self.layers.write().unwrap_or_else(|p| p.into_inner());
+        let mut layers = self.layers.write_unpoisoned();
         let slot = layers.get_mut(&info.name)?;
         *slot = (layer, info.clone());
         Some(info)
@@ -94,17 +95,17 @@ impl Registry {
     /// tool it is attached to then fails, naming it, until it is loaded
     /// again or detached). Returns whether it was loaded.
     pub(crate) fn remove(&self, name: &str) -> bool {
-        self.layers.write().unwrap_or_else(|p| p.into_inner()).remove(name).is_some()
+        self.layers.write_unpoisoned().remove(name).is_some()
     }
 
     /// Whether a middleware named `name` is loaded.
     pub(crate) fn has(&self, name: &str) -> bool {
-        self.layers.read().unwrap_or_else(|p| p.into_inner()).contains_key(name)
+        self.layers.read_unpoisoned().contains_key(name)
     }
 
     /// The names attached to `tool`, outermost first.
     pub(crate) fn names_for(&self, tool: &str) -> Vec<String> {
-        let attach = self.attach.read().unwrap_or_else(|p| p.into_inner());
+        let attach = self.attach.read_unpoisoned();
         let mut names: Vec<String> = Vec::new();
         for key in [EVERY_TOOL, tool] {
             for name in attach.get(key).into_iter().flatten() {
@@ -123,7 +124,7 @@ impl Registry {
         if names.is_empty() {
             return Ok(Vec::new());
         }
-        let layers = self.layers.read().unwrap_or_else(|p| p.into_inner());
+        let layers = self.layers.read_unpoisoned();
         names
             .iter()
             .map(|name| {
