@@ -247,6 +247,12 @@ pub struct ServeArgs {
     /// without it each MCP session has its own state, dropped when the session ends
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
+    /// Watch the plugin folders (--plugins), plugin files and middleware files, and reload what changes:
+    /// a new .wasm is loaded, a changed one swapped in (running calls finish on the old version), a
+    /// removed one unloaded; a broken update keeps the old version serving (see `toolhost status`)
+    /// [default: `watch` in toolhost.toml, else off]
+    #[arg(long)]
+    pub watch: bool,
 }
 
 #[derive(Args, Debug)]

@@ -39,6 +39,12 @@ pub mod tool {
     pub use crate::execution::component::{LoadReport, load_component, load_component_with_hash};
     pub use crate::execution::loaded::{LoadedTool, validate_input};
 }
+/// Hot reload: watching the plugin folders and component files of a host
+/// ([`Toolhost::watch`]) and what each watched file serves.
+pub mod reload {
+    pub use crate::toolhost::reload::{FileKind, FileStatus, StatusReport, describe_grants};
+    pub use crate::toolhost::watch::{WatchOptions, Watcher};
+}
 pub use catalog::builtin;
 pub use catalog::function;
 pub use execution::middleware;

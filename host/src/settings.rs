@@ -11,6 +11,7 @@
 //! read_roots = ["/usr/share/doc"]     # extra read-only roots for built-ins
 //! plugins = ["tools/word_count.wasm"]
 //! plugin_dirs = ["tools/"]
+//! watch = true                        # `serve` reloads plugins when their files change
 //!
 //! [grants.WordCount]                  # third-party tools get nothing unless granted
 //! fs_read = ["$WORKDIRS"]              # roots: $WORKDIRS or absolute, no . or ..
@@ -139,6 +140,9 @@ pub struct Settings {
     pub state_dir: Option<PathBuf>,
     /// Middleware components to load and the tools they wrap.
     pub middleware: MiddlewareSettings,
+    /// `toolhost serve` watches the plugin folders and component files and
+    /// reloads what changes (as `serve --watch`).
+    pub watch: bool,
 }
 
 /// The key of [`MiddlewareSettings::attach`] meaning "every tool".
@@ -243,6 +247,7 @@ impl Default for Settings {
             cache_dir: None,
             state_dir: None,
             middleware: Default::default(),
+            watch: false,
         }
     }
 }
@@ -343,6 +348,13 @@ impl Settings {
             Some(dir) => dir.clone(),
             None => user_dir("XDG_STATE_HOME", ".local/state", "toolhost-state").join("sessions"),
         }
+    }
+
+    /// Where each watching `toolhost serve` keeps its status file
+    /// (`<pid>.json`, read by `toolhost status`): `.serve` in the state
+    /// folder (no session name starts with a dot).
+    pub fn serve_status_dir(&self) -> PathBuf {
+        self.state_dir().join(".serve")
     }
 
     /// The folder where an earlier toolhost kept its sessions

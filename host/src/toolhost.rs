@@ -51,7 +51,9 @@ pub mod batch;
 mod call;
 mod function;
 mod middleware;
+pub(crate) mod reload;
 mod replace;
+pub(crate) mod watch;
 
 pub use call::tool_error_text;
 pub use replace::Replacement;

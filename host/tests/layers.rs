@@ -59,6 +59,7 @@ const ROOT_ITEMS: &[(&str, usize)] = &[
     ("CallableTool", 4),
     ("NativeMiddleware", 4),
     ("batch", 5),
+    ("reload", 5),
     ("CallRequest", 5),
     ("ExternalResult", 5),
     ("Replacement", 5),
