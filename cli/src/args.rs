@@ -198,7 +198,8 @@ pub enum Command {
     Run(RunArgs),
     /// Evaluate the permission engine without running anything
     Check(CheckArgs),
-    /// Show what a .wasm component is: metadata, WIT version, capabilities, imports, hash
+    /// Show what a .wasm component is: metadata, WIT version, capabilities, imports, hash;
+    /// with two files (OLD NEW), the capability diff from OLD to NEW
     Inspect(InspectArgs),
     /// Serve every tool to MCP clients (stdio by default, or streamable HTTP
     /// with --http), with the same settings, permissions and limits as `call`
@@ -332,6 +333,9 @@ pub struct CheckArgs {
 pub struct InspectArgs {
     /// The component file
     pub file: PathBuf,
+    /// A newer version of it: print what it declares beyond FILE (the capability diff a reload holds back)
+    #[arg(value_name = "NEW")]
+    pub new: Option<PathBuf>,
     /// Print JSON
     #[arg(long)]
     pub json: bool,

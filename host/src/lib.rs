@@ -17,6 +17,7 @@
 pub mod ask_user;
 pub mod backend;
 pub mod capability;
+pub mod capability_diff;
 pub mod catalog;
 pub mod check_batch;
 pub mod escape;

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("state", 0),
     ("protected", 0),
     ("capability", 0),
+    ("capability_diff", 0),
     ("backend", 0),
     ("permission", 0),
     ("events", 0),

@@ -235,3 +235,52 @@ async fn middleware_files_reload_and_the_chains_pick_up_the_new_version() {
     assert_eq!(r.state, ResultState::Error, "{r:?}");
     assert!(r.text().contains("mw-mark-a"), "{}", r.text());
 }
+
+/// `Swap` v1 declares nothing; v2 declares reading and writing everywhere.
+/// The settings would grant writing the canary's folder, so only holding
+/// v2 back keeps the canary: v2 never serves, the canary keeps its content,
+/// and the held-back error shows the diff and how to grant it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_that_declares_more_is_held_back_and_gets_nothing() {
+    let w = Watched::start(&[("swap.wasm", "swap-v1")], |scratch, s| {
+        let outside = scratch.outside("canaries");
+        std::fs::create_dir(&outside).unwrap();
+        s.grants.get_mut("Swap").unwrap().fs_write = vec![outside.display().to_string()];
+    })
+    .await;
+    let canary = w.scratch.outside("canaries").join("canary.txt");
+    std::fs::write(&canary, "canary").unwrap();
+    w.put("swap.wasm", "swap-v2");
+    w.until("v2 is held back", || async { w.status("swap.wasm").and_then(|s| s.last_error).is_some() }).await;
+    let error = w.status("swap.wasm").unwrap().last_error.unwrap();
+    assert!(error.contains("is held back") && error.contains("declares more"), "{error}");
+    assert!(error.contains("+ read /") && error.contains("+ write /"), "the diff is shown: {error}");
+    assert!(error.contains("--grant Swap=fs-write:/") && error.contains("[grants.Swap]"), "{error}");
+    let input = json!({"canary": canary.display().to_string()});
+    for _ in 0..3 {
+        let r = call(&w.host, "Swap", input.clone(), PermissionAnswer::AllowOnce).await;
+        assert_eq!(r.text(), "v1 v1 v1 ", "the old version keeps serving");
+    }
+    assert_eq!(std::fs::read_to_string(&canary).unwrap(), "canary", "the held-back version got nothing");
+    assert_eq!(w.status("swap.wasm").unwrap().sha256, sha256("swap-v1"));
+
+    // A version that needs no more than was approved is swapped in (and
+    // held-back bytes are not retried until the file changes).
+    w.put("swap.wasm", "swap-v1");
+    w.until("v1 again, no error", || async { w.status("swap.wasm").is_some_and(|s| s.last_error.is_none()) }).await;
+}
+
+/// A new plugin file sets its name's approved declaration; a later version
+/// of it that declares less is swapped in, and going back up to what was
+/// first approved is too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn less_than_approved_is_swapped_in_and_back() {
+    let w = Watched::start(&[], |_, _| {}).await;
+    w.put("swap.wasm", "swap-v2");
+    w.until("v2 serves", || async { w.host.is_registered("Swap") }).await;
+    w.put("swap.wasm", "swap-v1");
+    w.until("v1 serves", || async { w.swap_text().await == "v1 v1 v1 " }).await;
+    w.put("swap.wasm", "swap-v2");
+    w.until("v2 serves again", || async { w.swap_text().await == "v2 v2 v2 " }).await;
+    assert_eq!(w.status("swap.wasm").unwrap().last_error, None);
+}

@@ -74,3 +74,21 @@ fn calls_from_several_clients_all_succeed_while_the_file_is_replaced_many_times(
     }
     assert!(v1 > 0 && v2 > 0, "both versions served ({v1} v1, {v2} v2) over {replaced} replacements");
 }
+
+#[test]
+fn inspect_old_new_prints_the_capability_diff() {
+    let scratch = Scratch::new();
+    let (v1, v2) = (guest("swap-v1").display().to_string(), guest("swap-v2").display().to_string());
+    let out = scratch.cli(&["inspect", &v1, &v2]);
+    let (stdout, stderr) = toolhost_e2e::text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("+ read /") && stdout.contains("+ write /"), "{stdout}");
+    assert!(stdout.contains("--grant Swap=fs-read:/ --grant Swap=fs-write:/"), "{stdout}");
+    let out = scratch.cli(&["inspect", &v2, &v1, "--json"]);
+    let diff: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(diff["asks_for_more"], false);
+    assert_eq!(
+        diff["removed"],
+        serde_json::json!([{"capability": "fs_read", "root": "/"}, {"capability": "fs_write", "root": "/"}])
+    );
+}

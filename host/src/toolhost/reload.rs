@@ -30,7 +30,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::Toolhost;
-use crate::capability::Grants;
+use crate::capability::{Declared, Grants};
+use crate::capability_diff::CapabilityDiff;
 use crate::catalog::tool::{LoadError, Origin};
 use crate::execution::component::load_component;
 use crate::execution::loaded::LoadedTool;
@@ -137,6 +138,10 @@ pub(crate) struct Reloader {
     /// (not tried again until the file changes).
     rejected: BTreeMap<PathBuf, String>,
     status: BTreeMap<PathBuf, FileStatus>,
+    /// Each plugin tool's declaration its grants were given for: the one it
+    /// had when this host first loaded it. A version declaring more is held
+    /// back.
+    approved: BTreeMap<String, Declared>,
 }
 
 impl Reloader {
@@ -154,11 +159,16 @@ impl Reloader {
             kind: FileKind::Middleware,
         }));
         let mut loaded = BTreeMap::new();
+        let mut approved = BTreeMap::new();
         for name in host.names() {
             if let Ok(info) = host.inner.tools.info(&name)
                 && let Origin::File(file) = &info.origin
             {
-                loaded.insert(file.clone(), Loaded { kind: FileKind::Tool, name, sha256: info.sha256.clone() });
+                loaded.insert(
+                    file.clone(),
+                    Loaded { kind: FileKind::Tool, name: name.clone(), sha256: info.sha256.clone() },
+                );
+                approved.insert(name, info.capabilities.clone());
             }
         }
         for info in host.middleware() {
@@ -175,6 +185,7 @@ impl Reloader {
             unsettled: BTreeMap::new(),
             rejected: BTreeMap::new(),
             status: BTreeMap::new(),
+            approved,
         };
         for file in reloader.loaded.keys().cloned().collect::<Vec<_>>() {
             reloader.set_status(&file, None);
@@ -281,6 +292,15 @@ impl Reloader {
         };
         self.unsettled.remove(file);
         let name = staged.name().to_string();
+        let declared = match &staged {
+            Staged::Tool(tool) => {
+                if let Err(held) = self.check_capabilities(file, tool) {
+                    return self.reject(file, kind, sha256, &held);
+                }
+                Some(tool.info.capabilities.clone())
+            }
+            Staged::Middleware(_) => None,
+        };
         let outcome = match self.loaded.get(file) {
             Some(old) if old.name != name => Err(self.renamed(file, old, &name)),
             Some(_) => self.swap(staged),
@@ -308,12 +328,28 @@ impl Reloader {
         match outcome {
             Ok(()) => {
                 tracing::info!("reloaded {} ({kind:?} {name}, sha256 {sha256})", file.display());
+                if let Some(declared) = declared {
+                    self.approved.entry(name.clone()).or_insert(declared);
+                }
                 self.loaded.insert(file.to_path_buf(), Loaded { kind, name, sha256 });
                 self.rejected.remove(file);
                 self.set_status(file, None);
             }
             Err(e) => self.reject(file, kind, sha256, &e),
         }
+    }
+
+    /// Holds back a version of a tool that declares more than the
+    /// declaration its grants were given for (the first version of a name
+    /// to serve sets it).
+    fn check_capabilities(&self, file: &Path, tool: &LoadedTool) -> Result<(), String> {
+        let info = &tool.info;
+        let Some(approved) = self.approved.get(&info.name) else { return Ok(()) };
+        let diff = CapabilityDiff::between(approved, &info.capabilities);
+        if !diff.asks_for_more() {
+            return Ok(());
+        }
+        Err(held_back(file, &info.name, &diff))
     }
 
     /// Compiles and checks `bytes` off the async workers (a compile takes
@@ -458,6 +494,17 @@ impl Reloader {
             },
         );
     }
+}
+
+/// The message of a version held back for declaring more: the diff, and
+/// what approves and grants it.
+fn held_back(file: &Path, name: &str, diff: &CapabilityDiff) -> String {
+    let flags = diff.grant_flags(name);
+    let grant = if flags.is_empty() { String::new() } else { format!(" ({})", flags.join(" ")) };
+    format!(
+        "{} is held back: this version of '{name}' declares more than the capabilities its grants were given for:\n{diff}\nThe loaded version keeps serving with its grants; the new one gets nothing. To approve what it declares, grant it in [grants.{name}] of toolhost.toml{grant} as it should have, then restart toolhost serve",
+        file.display()
+    )
 }
 
 /// Whether a load failed because the bytes are not (yet) a whole component:
