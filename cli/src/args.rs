@@ -89,6 +89,9 @@ pub struct Global {
     /// Do not load the embedded built-in tools
     #[arg(long, global = true)]
     pub no_builtins: bool,
+    /// Refuse every plugin and middleware whose SHA-256 is not in toolhost.lock (written by `toolhost lock`), on load and on reload [default: `locked` in toolhost.toml]
+    #[arg(long, global = true)]
+    pub locked: bool,
     /// Compile cache directory [default: ~/.cache/toolhost]
     #[arg(long, global = true, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
@@ -154,6 +157,9 @@ impl Global {
         if self.no_builtins {
             s.builtins = false;
         }
+        if self.locked {
+            s.locked = true;
+        }
         if let Some(dir) = &self.cache_dir {
             s.cache_dir = Some(dir.clone());
         }
@@ -204,6 +210,9 @@ pub enum Command {
     /// Serve every tool to MCP clients (stdio by default, or streamable HTTP
     /// with --http), with the same settings, permissions and limits as `call`
     Serve(ServeArgs),
+    /// Pin every configured plugin and middleware in toolhost.lock (beside the settings file):
+    /// name, file, SHA-256 and the capabilities it declares, which approves them for reloads
+    Lock(LockArgs),
     /// Print (or write to a folder) the WIT package this toolhost speaks, to build plugins against
     Wit(WitArgs),
     /// Internal: compile built-ins' optimised code into the cache (started
@@ -255,6 +264,9 @@ pub struct ServeArgs {
     #[arg(long)]
     pub watch: bool,
 }
+
+#[derive(Args, Debug)]
+pub struct LockArgs {}
 
 #[derive(Args, Debug)]
 pub struct WitArgs {

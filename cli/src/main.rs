@@ -12,6 +12,7 @@ mod check;
 mod first_run;
 mod inspect;
 mod list;
+mod lock;
 mod out;
 mod prompt;
 mod run;
@@ -68,6 +69,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Check(a) => check::check(&cli.global, a).await,
         Command::Inspect(a) => inspect::inspect(&cli.global, a).await,
         Command::Serve(a) => serve::serve(&cli.global, a).await,
+        Command::Lock(a) => lock::lock(&cli.global, a).await,
         Command::Wit(a) => wit::wit(a),
         Command::OptimiseBuiltins(a) => first_run::optimise_builtins(a),
     }

@@ -23,6 +23,7 @@ pub mod check_batch;
 pub mod escape;
 pub mod events;
 pub mod execution;
+pub mod lockfile;
 pub mod permission;
 pub mod protected;
 pub mod response;

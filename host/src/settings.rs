@@ -12,6 +12,8 @@
 //! plugins = ["tools/word_count.wasm"]
 //! plugin_dirs = ["tools/"]
 //! watch = true                        # `serve` reloads plugins when their files change
+//! locked = true                       # refuse plugins whose SHA-256 is not in toolhost.lock
+//! lock_file = "toolhost.lock"         # default: beside this file
 //!
 //! [grants.WordCount]                  # third-party tools get nothing unless granted
 //! fs_read = ["$WORKDIRS"]              # roots: $WORKDIRS or absolute, no . or ..
@@ -48,6 +50,7 @@ use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::capability::Policy;
+use crate::lockfile::LOCK_FILE;
 use crate::permission::settings::PermissionSettings;
 use crate::protected::{ProtectedKind, ProtectedPaths};
 use crate::runtime::Limits;
@@ -143,6 +146,12 @@ pub struct Settings {
     /// `toolhost serve` watches the plugin folders and component files and
     /// reloads what changes (as `serve --watch`).
     pub watch: bool,
+    /// The lock file (default: `toolhost.lock` beside the settings file, see
+    /// [`Settings::lock_path`]).
+    pub lock_file: Option<PathBuf>,
+    /// Refuse every plugin and middleware whose SHA-256 is not in the lock
+    /// file, on load and on reload (as `--locked`).
+    pub locked: bool,
 }
 
 /// The key of [`MiddlewareSettings::attach`] meaning "every tool".
@@ -248,6 +257,8 @@ impl Default for Settings {
             state_dir: None,
             middleware: Default::default(),
             watch: false,
+            lock_file: None,
+            locked: false,
         }
     }
 }
@@ -299,6 +310,32 @@ impl Settings {
         if let Some(p) = self.state_dir.as_mut() {
             fix(p);
         }
+        if let Some(p) = self.lock_file.as_mut() {
+            fix(p);
+        }
+    }
+
+    /// The lock file: `lock_file` when set, else `toolhost.lock` beside
+    /// `settings_path` (the file read or remembered into), else in the
+    /// current directory.
+    pub fn lock_path(&self, settings_path: Option<&Path>) -> PathBuf {
+        if let Some(path) = &self.lock_file {
+            return path.clone();
+        }
+        match settings_path.and_then(Path::parent) {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.join(LOCK_FILE),
+            _ => std::path::absolute(LOCK_FILE).unwrap_or_else(|_| PathBuf::from(LOCK_FILE)),
+        }
+    }
+
+    /// Every plugin file these settings load: `plugins`, then each plugin
+    /// folder's `.wasm` files sorted by name.
+    pub fn plugin_files(&self) -> Result<Vec<PathBuf>> {
+        let mut files = self.plugins.clone();
+        for dir in &self.plugin_dirs {
+            files.extend(wasm_files(dir).with_context(|| format!("reading plugin directory {}", dir.display()))?);
+        }
+        Ok(files)
     }
 
     /// The working directories: absolute, existing, symlinks resolved where
@@ -390,8 +427,11 @@ impl Settings {
             p.add(ProtectedKind::SettingsFile, path);
         }
         p.add(ProtectedKind::SettingsFile, Path::new(SETTINGS_FILE));
+        p.add(ProtectedKind::LockFile, &self.lock_path(settings_path));
+        p.add(ProtectedKind::LockFile, Path::new(LOCK_FILE));
         for dir in self.working_dirs().unwrap_or_default() {
             p.add(ProtectedKind::SettingsFile, &dir.join(SETTINGS_FILE));
+            p.add(ProtectedKind::LockFile, &dir.join(LOCK_FILE));
         }
         for file in self.plugins.iter().chain(&self.middleware.files) {
             p.add(ProtectedKind::ComponentFile, file);
@@ -406,6 +446,16 @@ impl Settings {
         }
         p
     }
+}
+
+/// The `.wasm` files of a plugin folder, sorted by name.
+pub fn wasm_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 /// `$VAR/toolhost` when `VAR` holds an absolute path, else

@@ -23,6 +23,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("protected", 0),
     ("capability", 0),
     ("capability_diff", 0),
+    ("lockfile", 0),
     ("backend", 0),
     ("permission", 0),
     ("events", 0),

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::capability::Policy;
+use toolhost::capability::{Declared, Policy};
+use toolhost::lockfile::{LOCK_VERSION, LockFile, LockedPlugin};
+use toolhost::permission::Mode;
 use toolhost::reload::{FileStatus, WatchOptions, Watcher};
 use toolhost::response::ResultState;
 use toolhost::settings::Settings;
@@ -46,6 +48,7 @@ impl Watched {
         s.builtins = false;
         s.plugin_dirs.push(plugins);
         s.grants.insert("Swap".into(), Policy { fs_read: vec!["$WORKDIRS".into()], ..Policy::default() });
+        s.lock_file = Some(scratch.dir.path().join("toolhost.lock"));
         configure(&scratch, &mut s);
         let host = scratch.host(s).await;
         let options = WatchOptions { debounce: Duration::from_millis(50), settle, status_file: None };
@@ -283,4 +286,88 @@ async fn less_than_approved_is_swapped_in_and_back() {
     w.put("swap.wasm", "swap-v2");
     w.until("v2 serves again", || async { w.swap_text().await == "v2 v2 v2 " }).await;
     assert_eq!(w.status("swap.wasm").unwrap().last_error, None);
+}
+
+/// A lock file pinning `Swap` v1 only.
+fn lock_pinning_v1(path: &std::path::Path) {
+    let swap = LockedPlugin {
+        name: "Swap".into(),
+        kind: "tool".into(),
+        file: "/anywhere/swap.wasm".into(),
+        sha256: sha256("swap-v1"),
+        declared: Declared::default(),
+        signature: None,
+    };
+    LockFile { version: LOCK_VERSION, plugins: vec![swap] }.save(path).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_host_refuses_what_is_not_pinned_on_load_and_on_reload() {
+    let w = Watched::start(&[("swap.wasm", "swap-v1")], |scratch, s| {
+        lock_pinning_v1(&scratch.dir.path().join("toolhost.lock"));
+        s.locked = true;
+    })
+    .await;
+    assert_eq!(w.swap_text().await, "v1 v1 v1 ");
+    // An unknown plugin dropped in, and an unpinned version of a pinned one.
+    w.put("echo.wasm", "echo");
+    w.put("swap.wasm", "swap-v2");
+    for file in ["echo.wasm", "swap.wasm"] {
+        w.until(file, || async { w.status(file).and_then(|s| s.last_error).is_some() }).await;
+        let error = w.status(file).unwrap().last_error.unwrap();
+        assert!(error.contains("is not in the lock file") && error.contains("toolhost lock"), "{error}");
+    }
+    assert!(!w.host.is_registered("Echo"), "the unknown plugin is not loaded");
+    assert_eq!(w.swap_text().await, "v1 v1 v1 ", "the pinned version keeps serving");
+
+    // At start: an unpinned plugin fails the build, and so does a missing lock.
+    let scratch = Scratch::new();
+    let mut s = scratch.settings();
+    s.builtins = false;
+    s.plugins.push(guest("echo"));
+    s.locked = true;
+    s.lock_file = Some(scratch.dir.path().join("toolhost.lock"));
+    let err = Toolhost::builder().settings(s.clone(), None).build().await.err().expect("no lock file");
+    assert!(format!("{err:#}").contains("there is no lock file"), "{err:#}");
+    lock_pinning_v1(s.lock_file.as_ref().unwrap());
+    let err = Toolhost::builder().settings(s, None).build().await.err().expect("echo is not pinned");
+    assert!(format!("{err:#}").contains("is not in the lock file"), "{err:#}");
+}
+
+/// `toolhost lock` is how a held-back version is approved: it records what
+/// each plugin now declares, the watching host re-reads the lock and swaps
+/// the version in, with what the settings grant it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn toolhost_lock_approves_a_held_back_version() {
+    let w = Watched::start(&[("swap.wasm", "swap-v1")], |scratch, s| {
+        s.lock_file = Some(scratch.work().join("toolhost.lock"));
+    })
+    .await;
+    w.put("swap.wasm", "swap-v2");
+    w.until("v2 is held back", || async { w.status("swap.wasm").and_then(|s| s.last_error).is_some() }).await;
+    let out = w.scratch.cli(&["--plugins", &w.plugins().display().to_string(), "lock"]);
+    let (stdout, stderr) = toolhost_e2e::text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("locked 1 component(s)"), "{stdout}");
+    w.until("v2 serves", || async { w.swap_text().await == "v2 v2 v2 " }).await;
+    assert_eq!(w.status("swap.wasm").unwrap().last_error, None);
+    let lock = LockFile::load(&w.scratch.work().join("toolhost.lock")).unwrap().unwrap();
+    assert_eq!(lock.plugins.len(), 1);
+    assert_eq!((lock.plugins[0].name.as_str(), lock.plugins[0].sha256.as_str()), ("Swap", sha256("swap-v2").as_str()));
+    assert_eq!(lock.plugins[0].declared.fs_write, ["/"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lock_file_is_off_limits_to_every_tool() {
+    let scratch = Scratch::new();
+    let mut s = scratch.settings();
+    s.permissions.mode = Mode::Bypass;
+    let lock = scratch.work().join("toolhost.lock");
+    s.lock_file = Some(lock.clone());
+    let host = scratch.host(s).await;
+    let input = json!({"file_path": lock.display().to_string(), "content": "version = 1"});
+    let r = call(&host, "Write", input, PermissionAnswer::AllowOnce).await;
+    assert_eq!(r.state, ResultState::Denied, "{r:?}");
+    assert!(r.text().contains("lock file"), "{}", r.text());
+    assert!(!lock.exists());
 }

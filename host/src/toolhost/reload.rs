@@ -138,10 +138,12 @@ pub(crate) struct Reloader {
     /// (not tried again until the file changes).
     rejected: BTreeMap<PathBuf, String>,
     status: BTreeMap<PathBuf, FileStatus>,
-    /// Each plugin tool's declaration its grants were given for: the one it
-    /// had when this host first loaded it. A version declaring more is held
-    /// back.
+    /// Each plugin tool's declaration its grants were given for: the one
+    /// in the lock file, else the one it had when this host first served
+    /// it. A version declaring more is held back.
     approved: BTreeMap<String, Declared>,
+    /// The SHA-256 of the lock file's bytes when last read (`None`: none).
+    lock_sha256: Option<String>,
 }
 
 impl Reloader {
@@ -186,16 +188,49 @@ impl Reloader {
             rejected: BTreeMap::new(),
             status: BTreeMap::new(),
             approved,
+            lock_sha256: std::fs::read(host.lock_path()).ok().map(|b| hex::encode(Sha256::digest(b))),
         };
+        reloader.approve_locked();
         for file in reloader.loaded.keys().cloned().collect::<Vec<_>>() {
             reloader.set_status(&file, None);
         }
         reloader
     }
 
-    /// The watched sources.
-    pub(crate) fn sources(&self) -> &[Source] {
-        &self.sources
+    /// The directories to watch: those of the sources and the lock file's.
+    pub(crate) fn watch_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self.sources.iter().map(Source::watch_dir).collect();
+        dirs.extend(self.host.lock_path().parent().filter(|d| d.is_dir()).map(Path::to_path_buf));
+        dirs.sort();
+        dirs.dedup();
+        dirs
+    }
+
+    /// The lock file's declarations are approvals: they replace what this
+    /// host first saw of those names.
+    fn approve_locked(&mut self) {
+        let Some(lock) = self.host.lock_file() else { return };
+        for plugin in lock.plugins.iter().filter(|p| p.kind == "tool") {
+            self.approved.insert(plugin.name.clone(), plugin.declared.clone());
+        }
+    }
+
+    /// Reads the lock file again when its bytes changed (`toolhost lock`
+    /// approves and pins): refused and held-back files are then tried again.
+    fn refresh_lock(&mut self) {
+        let now = std::fs::read(self.host.lock_path()).ok().map(|b| hex::encode(Sha256::digest(b)));
+        if now == self.lock_sha256 {
+            return;
+        }
+        self.lock_sha256 = now;
+        match self.host.reread_lock() {
+            Ok(()) => {
+                tracing::info!("re-read the lock file {}", self.host.lock_path().display());
+                self.approve_locked();
+                self.rejected.clear();
+            }
+            Err(e) => tracing::warn!("{e:#}; the lock file read before stays in force"),
+        }
     }
 
     /// Every watched file's status, by file.
@@ -207,6 +242,7 @@ impl Reloader {
     /// changed. Returns when a file that does not parse yet should be tried
     /// again (`None`: nothing to retry).
     pub(crate) async fn reconcile(&mut self) -> Option<Instant> {
+        self.refresh_lock();
         let files = self.scan();
         let mut removed: Vec<PathBuf> = self.loaded.keys().filter(|f| !files.contains_key(*f)).cloned().collect();
         self.unsettled.retain(|f, _| files.contains_key(f));
@@ -270,6 +306,9 @@ impl Reloader {
         sha256: String,
         removed: &mut Vec<PathBuf>,
     ) {
+        if let Err(e) = self.host.check_pinned(&bytes, &file.display().to_string()) {
+            return self.reject(file, kind, sha256, &format!("{e:#}"));
+        }
         let staged = match self.stage(file, kind, bytes).await {
             Ok(staged) => staged,
             Err(e) if unparsed(&e) => {
@@ -349,7 +388,7 @@ impl Reloader {
         if !diff.asks_for_more() {
             return Ok(());
         }
-        Err(held_back(file, &info.name, &diff))
+        Err(held_back(file, &info.name, &diff, self.host.lock_path()))
     }
 
     /// Compiles and checks `bytes` off the async workers (a compile takes
@@ -498,12 +537,13 @@ impl Reloader {
 
 /// The message of a version held back for declaring more: the diff, and
 /// what approves and grants it.
-fn held_back(file: &Path, name: &str, diff: &CapabilityDiff) -> String {
+fn held_back(file: &Path, name: &str, diff: &CapabilityDiff, lock: &Path) -> String {
     let flags = diff.grant_flags(name);
     let grant = if flags.is_empty() { String::new() } else { format!(" ({})", flags.join(" ")) };
     format!(
-        "{} is held back: this version of '{name}' declares more than the capabilities its grants were given for:\n{diff}\nThe loaded version keeps serving with its grants; the new one gets nothing. To approve what it declares, grant it in [grants.{name}] of toolhost.toml{grant} as it should have, then restart toolhost serve",
-        file.display()
+        "{} is held back: this version of '{name}' declares more than the capabilities its grants were given for:\n{diff}\nThe loaded version keeps serving with its grants; the new one gets nothing. To approve what it declares, run `toolhost lock` (it records each plugin's declaration in {}, which this host re-reads, then swaps it in with what [grants.{name}] gives it); to grant it more than the settings do now, add it to [grants.{name}] of toolhost.toml{grant} and restart toolhost serve",
+        file.display(),
+        lock.display()
     )
 }
 

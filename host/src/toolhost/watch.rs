@@ -86,10 +86,7 @@ impl Toolhost {
             let _ = wake.try_send(());
         })
         .context("starting the file watcher")?;
-        let mut dirs: Vec<PathBuf> = reloader.sources().iter().map(|s| s.watch_dir()).collect();
-        dirs.sort();
-        dirs.dedup();
-        for dir in &dirs {
+        for dir in &reloader.watch_dirs() {
             debouncer.watch(dir, RecursiveMode::NonRecursive).with_context(|| {
                 format!(
                     "watching {} for plugin changes (does the folder exist, and may toolhost read it?)",
