@@ -213,6 +213,8 @@ pub enum Command {
     /// Pin every configured plugin and middleware in toolhost.lock (beside the settings file):
     /// name, file, SHA-256 and the capabilities it declares, which approves them for reloads
     Lock(LockArgs),
+    /// Show what each running `serve --watch` has loaded: file, SHA-256, grants, last reload error
+    Status(StatusArgs),
     /// Print (or write to a folder) the WIT package this toolhost speaks, to build plugins against
     Wit(WitArgs),
     /// Internal: compile built-ins' optimised code into the cache (started
@@ -267,6 +269,13 @@ pub struct ServeArgs {
 
 #[derive(Args, Debug)]
 pub struct LockArgs {}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
 
 #[derive(Args, Debug)]
 pub struct WitArgs {

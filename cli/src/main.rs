@@ -18,6 +18,7 @@ mod prompt;
 mod run;
 mod serve;
 mod shown;
+mod status;
 mod wit;
 
 use std::process::ExitCode;
@@ -70,6 +71,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Inspect(a) => inspect::inspect(&cli.global, a).await,
         Command::Serve(a) => serve::serve(&cli.global, a).await,
         Command::Lock(a) => lock::lock(&cli.global, a).await,
+        Command::Status(a) => status::status(&cli.global, a),
         Command::Wit(a) => wit::wit(a),
         Command::OptimiseBuiltins(a) => first_run::optimise_builtins(a),
     }
