@@ -95,6 +95,12 @@ pub struct Global {
     /// Compile cache directory [default: ~/.cache/toolhost]
     #[arg(long, global = true, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// The most the compile cache may hold; the least recently used entries go [default: 1 GiB]
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub cache_max_bytes: Option<u64>,
+    /// The lock file `lock` writes and --locked checks [default: toolhost.lock beside the settings file]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub lock_file: Option<PathBuf>,
     /// Where file and process operations run: a backend kind (local) [default: [backend] kind, else local]
     #[arg(long, global = true, value_name = "KIND")]
     pub backend: Option<String>,
@@ -162,6 +168,12 @@ impl Global {
         }
         if let Some(dir) = &self.cache_dir {
             s.cache_dir = Some(dir.clone());
+        }
+        if let Some(bytes) = self.cache_max_bytes {
+            s.cache_max_bytes = Some(bytes);
+        }
+        if let Some(file) = &self.lock_file {
+            s.lock_file = Some(if file.is_absolute() { file.clone() } else { cwd.join(file) });
         }
         if let Some(kind) = &self.backend
             && *kind != s.backend.kind

@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 use toolhost::capability_diff::CapabilityDiff;
 use toolhost::runtime::{Runtime, RuntimeOptions};
+use toolhost::settings::Settings;
 use toolhost::tool::{LoadReport, Origin, load_component};
 
 use super::args::{Global, InspectArgs};
@@ -14,11 +15,7 @@ use crate::out::outln;
 
 pub async fn inspect(global: &Global, args: InspectArgs) -> Result<u8> {
     let (settings, _) = global.settings()?;
-    let runtime = Runtime::new(&RuntimeOptions {
-        cache_dir: Some(settings.cache_dir()),
-        limits: settings.limits,
-        ..Default::default()
-    })?;
+    let runtime = standalone_runtime(&settings)?;
     let (bytes, report) = load(&runtime, &args.file).await?;
     if let Some(new) = &args.new {
         let (_, newer) = load(&runtime, new).await?;
@@ -50,6 +47,17 @@ pub async fn inspect(global: &Global, args: InspectArgs) -> Result<u8> {
     }
     outln!("description:\n  {}", block(&info.description).replace('\n', "\n  "));
     Ok(exit::OK)
+}
+
+/// A runtime with the settings' cache and limits, for loading components
+/// without a host (no grants, no backend: metadata only).
+pub fn standalone_runtime(settings: &Settings) -> Result<Runtime> {
+    Runtime::new(&RuntimeOptions {
+        cache_dir: Some(settings.cache_dir()),
+        cache_max_bytes: settings.cache_max_bytes,
+        limits: settings.limits,
+        ..Default::default()
+    })
 }
 
 async fn load(runtime: &Runtime, file: &Path) -> Result<(Vec<u8>, LoadReport)> {

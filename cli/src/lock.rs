@@ -5,7 +5,6 @@
 use anyhow::{Context as _, Result};
 use toolhost::lockfile::{LOCK_VERSION, LockFile, LockedPlugin, sha256_hex};
 use toolhost::middleware::load_middleware_component;
-use toolhost::runtime::{Runtime, RuntimeOptions};
 use toolhost::settings::Settings;
 use toolhost::tool::{Origin, load_component};
 
@@ -17,11 +16,7 @@ use crate::out::outln;
 pub async fn lock(global: &Global, _args: LockArgs) -> Result<u8> {
     let (settings, read) = global.settings()?;
     let path = settings.lock_path(Some(&Settings::remember_path(read.as_deref())?));
-    let runtime = Runtime::new(&RuntimeOptions {
-        cache_dir: Some(settings.cache_dir()),
-        limits: settings.limits,
-        ..Default::default()
-    })?;
+    let runtime = super::inspect::standalone_runtime(&settings)?;
     let mut lock = LockFile { version: LOCK_VERSION, plugins: Vec::new() };
     for file in settings.plugin_files()? {
         let bytes = std::fs::read(&file).with_context(|| format!("reading plugin {}", file.display()))?;

@@ -138,6 +138,9 @@ pub struct Settings {
     /// Where compiled components are cached (default: the user cache dir,
     /// see [`Settings::cache_dir`]).
     pub cache_dir: Option<PathBuf>,
+    /// The most the compile cache folder may hold, in bytes (default 1 GiB);
+    /// the least recently used entries are removed past it.
+    pub cache_max_bytes: Option<u64>,
     /// Where session state files live (default: the user state dir, see
     /// [`Settings::state_dir`]).
     pub state_dir: Option<PathBuf>,
@@ -254,6 +257,7 @@ impl Default for Settings {
             tools: BTreeMap::new(),
             backend: BackendSettings::default(),
             cache_dir: None,
+            cache_max_bytes: None,
             state_dir: None,
             middleware: Default::default(),
             watch: false,

@@ -182,6 +182,7 @@ impl ToolhostBuilder {
         }
         let runtime = Runtime::new(&RuntimeOptions {
             cache_dir: Some(settings.cache_dir()),
+            cache_max_bytes: settings.cache_max_bytes,
             limits: settings.limits,
             observer: self.observer,
             always_optimise: self.always_optimise,
