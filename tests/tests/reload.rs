@@ -160,6 +160,7 @@ async fn a_new_file_is_loaded_a_changed_one_swapped_a_moved_one_kept_and_a_remov
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_update_never_takes_the_tool_away() {
     let w = Watched::start(&[("swap.wasm", "swap-v1"), ("echo.wasm", "echo")], |_, _| {}).await;
+    let mut errors = w.watcher.reload_errors();
     let v1 = sha256("swap-v1");
     let garbage = [b"\0asm\x0d\0\x01\0".as_slice(), &[0xff; 64]].concat();
     let broken: [(&str, Vec<u8>, &str); 5] = [
@@ -175,6 +176,8 @@ async fn a_broken_update_never_takes_the_tool_away() {
         let status = w.status("swap.wasm").unwrap();
         let error = status.last_error.unwrap();
         assert!(error.contains(expected), "{what}: {error}");
+        let told = errors.recv().await.unwrap();
+        assert_eq!((told.file, told.last_error.as_deref()), (w.plugins().join("swap.wasm"), Some(error.as_str())));
         assert_eq!(status.sha256, v1, "{what}: the loaded version is still v1");
         assert_eq!(w.swap_text().await, "v1 v1 v1 ", "{what}: the old version keeps serving");
         assert_eq!(w.host.origin("Echo"), Some(Origin::File(w.plugins().join("echo.wasm"))), "{what}");

@@ -114,7 +114,7 @@ struct Unsettled {
 /// A version compiled and checked beside the running one, not yet swapped
 /// in.
 enum Staged {
-    Tool(LoadedTool),
+    Tool(Box<LoadedTool>),
     Middleware(LoadedMiddleware),
 }
 
@@ -285,12 +285,10 @@ impl Reloader {
                 }
                 continue;
             }
-            let Ok(entries) = std::fs::read_dir(&source.path) else { continue };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if path.extension().is_some_and(|e| e == "wasm") && entry.file_type().is_ok_and(|t| t.is_file()) {
-                    files.insert(path, source.kind);
-                }
+            // As at start (`load_dir`): a symlink to a file counts.
+            let Ok(found) = crate::settings::wasm_files(&source.path) else { continue };
+            for path in found.into_iter().filter(|p| p.is_file()) {
+                files.insert(path, source.kind);
             }
         }
         files
@@ -402,9 +400,9 @@ impl Reloader {
                 let label = file.display().to_string();
                 let runtime = host.runtime();
                 match kind {
-                    FileKind::Tool => {
-                        load_component(runtime, &bytes, Origin::File(file), &label).await.map(|r| Staged::Tool(r.tool))
-                    }
+                    FileKind::Tool => load_component(runtime, &bytes, Origin::File(file), &label)
+                        .await
+                        .map(|r| Staged::Tool(Box::new(r.tool))),
                     FileKind::Middleware => load_middleware_component(runtime, &bytes, Origin::File(file), &label)
                         .await
                         .map(Staged::Middleware),
@@ -419,7 +417,7 @@ impl Reloader {
         match staged {
             Staged::Tool(tool) => {
                 let name = tool.info.name.clone();
-                self.host.inner.tools.replace(&name, Arc::new(tool)).map(drop).map_err(|e| e.to_string())
+                self.host.inner.tools.replace(&name, Arc::new(*tool)).map(drop).map_err(|e| e.to_string())
             }
             Staged::Middleware(mw) => {
                 let info = mw.info.clone();
@@ -437,7 +435,7 @@ impl Reloader {
     fn insert(&self, staged: Staged, file: &Path) -> Result<(), String> {
         let label = file.display().to_string();
         match staged {
-            Staged::Tool(tool) => self.host.insert_loaded(tool, &label).map(drop).map_err(|e| e.to_string()),
+            Staged::Tool(tool) => self.host.insert_loaded(*tool, &label).map(drop).map_err(|e| e.to_string()),
             Staged::Middleware(mw) => {
                 let info = mw.info.clone();
                 let name = info.name.clone();
@@ -458,7 +456,7 @@ impl Reloader {
             FileKind::Middleware => self.host.middleware_registry().has(new) || self.host.is_registered(new),
         };
         let whose =
-            if taken { format!(", which is the name of another loaded tool or middleware") } else { String::new() };
+            if taken { ", which is the name of another loaded tool or middleware".to_string() } else { String::new() };
         format!(
             "{} now reports the name '{new}'{whose}; the version named '{}' keeps serving. A reload keeps the name: to rename, remove the file and add the renamed component as a new file",
             file.display(),

@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use notify::RecursiveMode;
 use notify_debouncer_full::{DebounceEventResult, new_debouncer};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 
 use super::Toolhost;
 use super::reload::{FileStatus, Reloader, StatusReport};
@@ -22,8 +22,11 @@ use crate::sync::MutexExt;
 /// How a [`Toolhost::watch`] waits for files to be complete.
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
-    /// Events closer together than this are one change (an editor's or
-    /// cargo's burst of writes). Default 200 ms.
+    /// Events closer together than this wake one pass (an editor's or
+    /// cargo's burst of writes). Default 50 ms: a pass acts only on SHA-256
+    /// changes and retries a file that does not parse yet, so a short
+    /// debounce costs at most an extra pass, and it is most of the time from
+    /// a write to the new version serving.
     pub debounce: Duration,
     /// How long a file that does not parse yet is retried before its error
     /// is reported: a copy or an editor may still be writing it. Default 2 s.
@@ -35,7 +38,7 @@ pub struct WatchOptions {
 
 impl Default for WatchOptions {
     fn default() -> Self {
-        Self { debounce: Duration::from_millis(200), settle: Duration::from_secs(2), status_file: None }
+        Self { debounce: Duration::from_millis(50), settle: Duration::from_secs(2), status_file: None }
     }
 }
 
@@ -45,6 +48,7 @@ pub struct Watcher {
     task: tokio::task::JoinHandle<()>,
     status: Arc<Mutex<Vec<FileStatus>>>,
     passes: watch::Receiver<u64>,
+    errors: broadcast::Sender<FileStatus>,
 }
 
 impl Watcher {
@@ -57,6 +61,13 @@ impl Watcher {
     /// or a front end waits on it to see a change through).
     pub fn passes(&self) -> watch::Receiver<u64> {
         self.passes.clone()
+    }
+
+    /// Every new reload error from now on, as the status of its file (a
+    /// front end forwards them, e.g. as MCP log messages). A receiver that
+    /// falls more than 64 behind misses the oldest.
+    pub fn reload_errors(&self) -> broadcast::Receiver<FileStatus> {
+        self.errors.subscribe()
     }
 }
 
@@ -96,6 +107,8 @@ impl Toolhost {
         }
         let status = Arc::new(Mutex::new(reloader.status()));
         let (passes_tx, passes) = watch::channel(0u64);
+        let (errors, _) = broadcast::channel(64);
+        let errors_tx = errors.clone();
         let shared = status.clone();
         let task = tokio::spawn(async move {
             loop {
@@ -104,7 +117,13 @@ impl Toolhost {
                 if let Some(file) = &options.status_file {
                     write_status(file, &now);
                 }
-                *shared.lock_unpoisoned() = now;
+                let before = std::mem::replace(&mut *shared.lock_unpoisoned(), now.clone());
+                for status in now.into_iter().filter(|s| s.last_error.is_some()) {
+                    let seen = before.iter().any(|b| b.file == status.file && b.last_error == status.last_error);
+                    if !seen {
+                        let _ = errors_tx.send(status);
+                    }
+                }
                 passes_tx.send_modify(|n| *n += 1);
                 let woke = match retry {
                     Some(at) => tokio::select! {
@@ -118,7 +137,7 @@ impl Toolhost {
                 }
             }
         });
-        Ok(Watcher { _debouncer: debouncer, task, status, passes })
+        Ok(Watcher { _debouncer: debouncer, task, status, passes, errors })
     }
 }
 
