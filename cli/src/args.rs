@@ -89,9 +89,18 @@ pub struct Global {
     /// Do not load the embedded built-in tools
     #[arg(long, global = true)]
     pub no_builtins: bool,
+    /// Refuse every plugin and middleware whose SHA-256 is not in toolhost.lock (written by `toolhost lock`), on load and on reload [default: `locked` in toolhost.toml]
+    #[arg(long, global = true)]
+    pub locked: bool,
     /// Compile cache directory [default: ~/.cache/toolhost]
     #[arg(long, global = true, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// The most the compile cache may hold; the least recently used entries go [default: 1 GiB]
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub cache_max_bytes: Option<u64>,
+    /// The lock file `lock` writes and --locked checks [default: toolhost.lock beside the settings file]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub lock_file: Option<PathBuf>,
     /// Where file and process operations run: a backend kind (local) [default: [backend] kind, else local]
     #[arg(long, global = true, value_name = "KIND")]
     pub backend: Option<String>,
@@ -154,8 +163,17 @@ impl Global {
         if self.no_builtins {
             s.builtins = false;
         }
+        if self.locked {
+            s.locked = true;
+        }
         if let Some(dir) = &self.cache_dir {
             s.cache_dir = Some(dir.clone());
+        }
+        if let Some(bytes) = self.cache_max_bytes {
+            s.cache_max_bytes = Some(bytes);
+        }
+        if let Some(file) = &self.lock_file {
+            s.lock_file = Some(if file.is_absolute() { file.clone() } else { cwd.join(file) });
         }
         if let Some(kind) = &self.backend
             && *kind != s.backend.kind
@@ -198,11 +216,17 @@ pub enum Command {
     Run(RunArgs),
     /// Evaluate the permission engine without running anything
     Check(CheckArgs),
-    /// Show what a .wasm component is: metadata, WIT version, capabilities, imports, hash
+    /// Show what a .wasm component is: metadata, WIT version, capabilities, imports, hash;
+    /// with two files (OLD NEW), the capability diff from OLD to NEW
     Inspect(InspectArgs),
     /// Serve every tool to MCP clients (stdio by default, or streamable HTTP
     /// with --http), with the same settings, permissions and limits as `call`
     Serve(ServeArgs),
+    /// Pin every configured plugin and middleware in toolhost.lock (beside the settings file):
+    /// name, file, SHA-256 and the capabilities it declares, which approves them for reloads
+    Lock(LockArgs),
+    /// Show what each running `serve --watch` has loaded: file, SHA-256, grants, last reload error
+    Status(StatusArgs),
     /// Print (or write to a folder) the WIT package this toolhost speaks, to build plugins against
     Wit(WitArgs),
     /// Internal: compile built-ins' optimised code into the cache (started
@@ -247,6 +271,22 @@ pub struct ServeArgs {
     /// without it each MCP session has its own state, dropped when the session ends
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
+    /// Watch the plugin folders (--plugins), plugin files and middleware files, and reload what changes:
+    /// a new .wasm is loaded, a changed one swapped in (running calls finish on the old version), a
+    /// removed one unloaded; a broken update keeps the old version serving (see `toolhost status`)
+    /// [default: `watch` in toolhost.toml, else off]
+    #[arg(long)]
+    pub watch: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct LockArgs {}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -326,6 +366,9 @@ pub struct CheckArgs {
 pub struct InspectArgs {
     /// The component file
     pub file: PathBuf,
+    /// A newer version of it: print what it declares beyond FILE (the capability diff a reload holds back)
+    #[arg(value_name = "NEW")]
+    pub new: Option<PathBuf>,
     /// Print JSON
     #[arg(long)]
     pub json: bool,

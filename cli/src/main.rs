@@ -12,11 +12,13 @@ mod check;
 mod first_run;
 mod inspect;
 mod list;
+mod lock;
 mod out;
 mod prompt;
 mod run;
 mod serve;
 mod shown;
+mod status;
 mod wit;
 
 use std::process::ExitCode;
@@ -68,6 +70,8 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Check(a) => check::check(&cli.global, a).await,
         Command::Inspect(a) => inspect::inspect(&cli.global, a).await,
         Command::Serve(a) => serve::serve(&cli.global, a).await,
+        Command::Lock(a) => lock::lock(&cli.global, a).await,
+        Command::Status(a) => status::status(&cli.global, a),
         Command::Wit(a) => wit::wit(a),
         Command::OptimiseBuiltins(a) => first_run::optimise_builtins(a),
     }

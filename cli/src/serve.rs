@@ -15,6 +15,7 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
         Some(name) => Arc::new(NamedSession::new(call::open_session(host.settings(), name)?)),
         None => Arc::new(MemorySessions::default()),
     };
+    let watcher = if args.watch || host.settings().watch { Some(watch(&host).await?) } else { None };
     let front = McpFront::new(host, store)?;
     match args.http {
         None => toolhost_mcp::serve_stdio(front, stopped()).await?,
@@ -30,7 +31,19 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
             toolhost_mcp::serve_http(front, options, announce, stopped()).await?;
         }
     }
+    if let Some((_watcher, status)) = watcher {
+        let _ = std::fs::remove_file(status);
+    }
     Ok(exit::OK)
+}
+
+/// Starts watching the plugin files; returns the watch and its status file.
+async fn watch(host: &toolhost::Toolhost) -> Result<(toolhost::reload::Watcher, PathBuf)> {
+    let status = host.settings().serve_status_dir().join(format!("{}.json", std::process::id()));
+    let options = toolhost::reload::WatchOptions { status_file: Some(status.clone()), ..Default::default() };
+    let watcher = host.watch(options).await?;
+    eprintln!("toolhost serve: watching the plugin files for changes (status: toolhost status)");
+    Ok((watcher, status))
 }
 
 /// The token from --token or the first line of --token-file.

@@ -17,11 +17,13 @@
 pub mod ask_user;
 pub mod backend;
 pub mod capability;
+pub mod capability_diff;
 pub mod catalog;
 pub mod check_batch;
 pub mod escape;
 pub mod events;
 pub mod execution;
+pub mod lockfile;
 pub mod permission;
 pub mod protected;
 pub mod response;
@@ -38,6 +40,12 @@ pub mod tool {
     pub use crate::catalog::tool::*;
     pub use crate::execution::component::{LoadReport, load_component, load_component_with_hash};
     pub use crate::execution::loaded::{LoadedTool, validate_input};
+}
+/// Hot reload: watching the plugin folders and component files of a host
+/// ([`Toolhost::watch`]) and what each watched file serves.
+pub mod reload {
+    pub use crate::toolhost::reload::{FileKind, FileStatus, StatusReport, describe_grants};
+    pub use crate::toolhost::watch::{WatchOptions, Watcher};
 }
 pub use catalog::builtin;
 pub use catalog::function;

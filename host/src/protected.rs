@@ -18,7 +18,10 @@
 //!   protected file recognised, and leaves them out of walks and searches
 //!   (see [`crate::backend::local`]).
 //!
-//! toolhost takes no lock file, so there is none to protect.
+//! The lock file (`toolhost.lock`, [`crate::lockfile`]) pins which plugin
+//! bytes a locked host accepts and what each may declare: it is protected
+//! like the settings file, where it is configured and beside every working
+//! directory's settings file.
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +42,8 @@ pub enum ProtectedKind {
     /// A configured plugin folder: a file added to it is loaded as a plugin
     /// on the next start.
     PluginDir,
+    /// The lock file: the pinned hashes and approved declarations.
+    LockFile,
 }
 
 impl ProtectedKind {
@@ -50,11 +55,12 @@ impl ProtectedKind {
             ProtectedKind::CacheDir => "toolhost's compile cache",
             ProtectedKind::ComponentFile => "a plugin or middleware component toolhost loads",
             ProtectedKind::PluginDir => "a plugin folder toolhost loads from",
+            ProtectedKind::LockFile => "toolhost's lock file of pinned plugins",
         }
     }
 
     fn is_dir(self) -> bool {
-        !matches!(self, ProtectedKind::SettingsFile | ProtectedKind::ComponentFile)
+        !matches!(self, ProtectedKind::SettingsFile | ProtectedKind::ComponentFile | ProtectedKind::LockFile)
     }
 }
 

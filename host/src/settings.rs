@@ -11,6 +11,9 @@
 //! read_roots = ["/usr/share/doc"]     # extra read-only roots for built-ins
 //! plugins = ["tools/word_count.wasm"]
 //! plugin_dirs = ["tools/"]
+//! watch = true                        # `serve` reloads plugins when their files change
+//! locked = true                       # refuse plugins whose SHA-256 is not in toolhost.lock
+//! lock_file = "toolhost.lock"         # default: beside this file
 //!
 //! [grants.WordCount]                  # third-party tools get nothing unless granted
 //! fs_read = ["$WORKDIRS"]              # roots: $WORKDIRS or absolute, no . or ..
@@ -47,6 +50,7 @@ use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::capability::Policy;
+use crate::lockfile::LOCK_FILE;
 use crate::permission::settings::PermissionSettings;
 use crate::protected::{ProtectedKind, ProtectedPaths};
 use crate::runtime::Limits;
@@ -134,11 +138,23 @@ pub struct Settings {
     /// Where compiled components are cached (default: the user cache dir,
     /// see [`Settings::cache_dir`]).
     pub cache_dir: Option<PathBuf>,
+    /// The most the compile cache folder may hold, in bytes (default 1 GiB);
+    /// the least recently used entries are removed past it.
+    pub cache_max_bytes: Option<u64>,
     /// Where session state files live (default: the user state dir, see
     /// [`Settings::state_dir`]).
     pub state_dir: Option<PathBuf>,
     /// Middleware components to load and the tools they wrap.
     pub middleware: MiddlewareSettings,
+    /// `toolhost serve` watches the plugin folders and component files and
+    /// reloads what changes (as `serve --watch`).
+    pub watch: bool,
+    /// The lock file (default: `toolhost.lock` beside the settings file, see
+    /// [`Settings::lock_path`]).
+    pub lock_file: Option<PathBuf>,
+    /// Refuse every plugin and middleware whose SHA-256 is not in the lock
+    /// file, on load and on reload (as `--locked`).
+    pub locked: bool,
 }
 
 /// The key of [`MiddlewareSettings::attach`] meaning "every tool".
@@ -241,8 +257,12 @@ impl Default for Settings {
             tools: BTreeMap::new(),
             backend: BackendSettings::default(),
             cache_dir: None,
+            cache_max_bytes: None,
             state_dir: None,
             middleware: Default::default(),
+            watch: false,
+            lock_file: None,
+            locked: false,
         }
     }
 }
@@ -294,6 +314,32 @@ impl Settings {
         if let Some(p) = self.state_dir.as_mut() {
             fix(p);
         }
+        if let Some(p) = self.lock_file.as_mut() {
+            fix(p);
+        }
+    }
+
+    /// The lock file: `lock_file` when set, else `toolhost.lock` beside
+    /// `settings_path` (the file read or remembered into), else in the
+    /// current directory.
+    pub fn lock_path(&self, settings_path: Option<&Path>) -> PathBuf {
+        if let Some(path) = &self.lock_file {
+            return path.clone();
+        }
+        match settings_path.and_then(Path::parent) {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.join(LOCK_FILE),
+            _ => std::path::absolute(LOCK_FILE).unwrap_or_else(|_| PathBuf::from(LOCK_FILE)),
+        }
+    }
+
+    /// Every plugin file these settings load: `plugins`, then each plugin
+    /// folder's `.wasm` files sorted by name.
+    pub fn plugin_files(&self) -> Result<Vec<PathBuf>> {
+        let mut files = self.plugins.clone();
+        for dir in &self.plugin_dirs {
+            files.extend(wasm_files(dir).with_context(|| format!("reading plugin directory {}", dir.display()))?);
+        }
+        Ok(files)
     }
 
     /// The working directories: absolute, existing, symlinks resolved where
@@ -345,6 +391,13 @@ impl Settings {
         }
     }
 
+    /// Where each watching `toolhost serve` keeps its status file
+    /// (`<pid>.json`, read by `toolhost status`): `.serve` in the state
+    /// folder (no session name starts with a dot).
+    pub fn serve_status_dir(&self) -> PathBuf {
+        self.state_dir().join(".serve")
+    }
+
     /// The folder where an earlier toolhost kept its sessions
     /// ([`OLD_SESSIONS_DIR`] in the current directory), when it exists and
     /// no `state_dir` is configured: its files are no longer read and
@@ -378,8 +431,11 @@ impl Settings {
             p.add(ProtectedKind::SettingsFile, path);
         }
         p.add(ProtectedKind::SettingsFile, Path::new(SETTINGS_FILE));
+        p.add(ProtectedKind::LockFile, &self.lock_path(settings_path));
+        p.add(ProtectedKind::LockFile, Path::new(LOCK_FILE));
         for dir in self.working_dirs().unwrap_or_default() {
             p.add(ProtectedKind::SettingsFile, &dir.join(SETTINGS_FILE));
+            p.add(ProtectedKind::LockFile, &dir.join(LOCK_FILE));
         }
         for file in self.plugins.iter().chain(&self.middleware.files) {
             p.add(ProtectedKind::ComponentFile, file);
@@ -394,6 +450,16 @@ impl Settings {
         }
         p
     }
+}
+
+/// The `.wasm` files of a plugin folder, sorted by name.
+pub fn wasm_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 /// `$VAR/toolhost` when `VAR` holds an absolute path, else

@@ -51,7 +51,10 @@ pub mod batch;
 mod call;
 mod function;
 mod middleware;
+mod pinned;
+pub(crate) mod reload;
 mod replace;
+pub(crate) mod watch;
 
 pub use call::tool_error_text;
 pub use replace::Replacement;
@@ -179,6 +182,7 @@ impl ToolhostBuilder {
         }
         let runtime = Runtime::new(&RuntimeOptions {
             cache_dir: Some(settings.cache_dir()),
+            cache_max_bytes: settings.cache_max_bytes,
             limits: settings.limits,
             observer: self.observer,
             always_optimise: self.always_optimise,
@@ -196,6 +200,8 @@ impl ToolhostBuilder {
                 self.factories.make(&settings.backend.kind, &setup)?
             }
         };
+        let lock_path = settings.lock_path(self.settings_path.as_deref());
+        let lock = pinned::read_lock(&lock_path, settings.locked)?;
         let context_dirs = context_dirs(&working_dirs);
         let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
         let middleware_configs = settings
@@ -220,6 +226,8 @@ impl ToolhostBuilder {
                 protected,
                 settings,
                 middleware: Default::default(),
+                lock: RwLock::new(lock),
+                lock_path,
             }),
         };
         if host.inner.settings.builtins {
@@ -263,6 +271,9 @@ struct Inner {
     settings: Settings,
     /// Loaded middleware and which tools it is attached to.
     middleware: MiddlewareRegistry,
+    /// `toolhost.lock` as last read (`None`: there is none), and where.
+    lock: RwLock<Option<Arc<crate::lockfile::LockFile>>>,
+    lock_path: PathBuf,
 }
 
 /// A host for tool components. Cheap to clone; clones share everything.
@@ -304,18 +315,16 @@ impl Toolhost {
     /// Loads a plugin from a `.wasm` file.
     pub async fn load_file(&self, path: &Path) -> Result<ToolInfo> {
         let bytes = std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?;
+        let label = path.display().to_string();
+        self.check_pinned(&bytes, &label)?;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        Ok(self.insert(&bytes, Origin::File(abs), &path.display().to_string()).await?)
+        Ok(self.insert(&bytes, Origin::File(abs), &label).await?)
     }
 
     /// Loads every `.wasm` file in a directory (sorted by name).
     pub async fn load_dir(&self, dir: &Path) -> Result<Vec<ToolInfo>> {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .with_context(|| format!("reading plugin directory {}", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
-            .collect();
-        files.sort();
+        let files =
+            crate::settings::wasm_files(dir).with_context(|| format!("reading plugin directory {}", dir.display()))?;
         let mut loaded = Vec::new();
         for file in files {
             loaded.push(self.load_file(&file).await?);

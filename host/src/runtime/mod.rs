@@ -92,6 +92,9 @@ pub const PROBE_TIMEOUT_MS: u64 = 10_000;
 pub struct RuntimeOptions {
     /// Where compiled components are cached; `None` disables the cache.
     pub cache_dir: Option<std::path::PathBuf>,
+    /// The most the cache folder may hold, in bytes (default
+    /// [`cache::DEFAULT_MAX_BYTES`]); the least recently used entries go.
+    pub cache_max_bytes: Option<u64>,
     /// Per-call limits (the memory cap also sizes the pooling allocator).
     pub limits: Limits,
     /// Use the pooling allocator if the machine allows it (default true).
@@ -104,6 +107,12 @@ pub struct RuntimeOptions {
     pub always_optimise: bool,
     /// Told of every compile that does not come from the cache.
     pub observer: Option<CompileObserver>,
+}
+
+impl RuntimeOptions {
+    fn cache_max_bytes(&self) -> u64 {
+        self.cache_max_bytes.unwrap_or(cache::DEFAULT_MAX_BYTES)
+    }
 }
 
 /// One wasmtime engine with its linkers and compile cache.
@@ -158,7 +167,7 @@ impl Runtime {
         let tool_linker = imports::tool_linker(&engine)?;
         let middleware_linker = imports::middleware_linker(&engine)?;
         let cache = match &options.cache_dir {
-            Some(dir) => Some(CompileCache::open(dir, &engine)?),
+            Some(dir) => Some(CompileCache::open(dir, &engine)?.with_max_bytes(options.cache_max_bytes())),
             None => None,
         };
         let baseline = Arc::new(OnceLock::new());
@@ -292,7 +301,7 @@ impl Baseline {
         let built = Engine::new(&config).map_err(anyhow::Error::from).and_then(|engine| {
             let tool_linker = imports::tool_linker(&engine)?;
             let cache = match &options.cache_dir {
-                Some(dir) => Some(CompileCache::open(dir, &engine)?),
+                Some(dir) => Some(CompileCache::open(dir, &engine)?.with_max_bytes(options.cache_max_bytes())),
                 None => None,
             };
             Ok(Self { engine, tool_linker, cache })

@@ -22,6 +22,7 @@ impl Toolhost {
         let bytes = std::fs::read(path).with_context(|| format!("reading middleware {}", path.display()))?;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let label = path.display().to_string();
+        self.check_pinned(&bytes, &label)?;
         let loaded = load_middleware_component(self.runtime(), &bytes, Origin::File(abs), &label).await?;
         let info = loaded.info.clone();
         let name = info.name.clone();

@@ -1,0 +1,56 @@
+//! `toolhost lock`: pins every configured plugin and middleware component in
+//! `toolhost.lock` (name, file, SHA-256, declared capabilities), approving
+//! what each now declares.
+
+use anyhow::{Context as _, Result};
+use toolhost::lockfile::{LOCK_VERSION, LockFile, LockedPlugin, sha256_hex};
+use toolhost::middleware::load_middleware_component;
+use toolhost::settings::Settings;
+use toolhost::tool::{Origin, load_component};
+
+use super::args::{Global, LockArgs};
+use super::exit;
+use super::shown::line;
+use crate::out::outln;
+
+pub async fn lock(global: &Global, _args: LockArgs) -> Result<u8> {
+    let (settings, read) = global.settings()?;
+    let path = settings.lock_path(Some(&Settings::remember_path(read.as_deref())?));
+    let runtime = super::inspect::standalone_runtime(&settings)?;
+    let mut lock = LockFile { version: LOCK_VERSION, plugins: Vec::new() };
+    for file in settings.plugin_files()? {
+        let bytes = std::fs::read(&file).with_context(|| format!("reading plugin {}", file.display()))?;
+        let file = std::path::absolute(&file)?;
+        let label = file.display().to_string();
+        let info = load_component(&runtime, &bytes, Origin::File(file.clone()), &label).await?.tool.info;
+        let sha256 = sha256_hex(&bytes);
+        lock.plugins.push(LockedPlugin {
+            name: info.name,
+            kind: "tool".into(),
+            file,
+            sha256,
+            declared: info.capabilities,
+            signature: None,
+        });
+    }
+    for file in &settings.middleware.files {
+        let bytes = std::fs::read(file).with_context(|| format!("reading middleware {}", file.display()))?;
+        let file = std::path::absolute(file)?;
+        let label = file.display().to_string();
+        let info = load_middleware_component(&runtime, &bytes, Origin::File(file.clone()), &label).await?.info;
+        lock.plugins.push(LockedPlugin {
+            name: info.name,
+            kind: "middleware".into(),
+            file,
+            sha256: sha256_hex(&bytes),
+            declared: Default::default(),
+            signature: None,
+        });
+    }
+    lock.save(&path)?;
+    outln!("locked {} component(s) in {}", lock.plugins.len(), path.display());
+    for p in &lock.plugins {
+        outln!("  {}  {}  {}", line(&p.name), p.sha256, p.file.display());
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,71 @@
+//! `toolhost status`: what each running `toolhost serve --watch` has
+//! loaded, read from the status files it keeps in the state folder
+//! ([`toolhost::settings::Settings::serve_status_dir`]).
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+use toolhost::reload::StatusReport;
+
+use super::args::{Global, StatusArgs};
+use super::exit;
+use super::shown::{block, line};
+use crate::out::outln;
+
+pub fn status(global: &Global, args: StatusArgs) -> Result<u8> {
+    let (settings, _) = global.settings()?;
+    let dir = settings.serve_status_dir();
+    let reports = read_reports(&dir)?;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&reports)?);
+        return Ok(exit::OK);
+    }
+    if reports.is_empty() {
+        outln!(
+            "no watching toolhost serve is running (start one with `toolhost serve --watch`; status files: {})",
+            dir.display()
+        );
+        return Ok(exit::OK);
+    }
+    for report in &reports {
+        outln!("toolhost serve (pid {}): {} watched file(s)", report.pid, report.files.len());
+        for f in &report.files {
+            let name = f.name.as_deref().map(|n| line(n).into_owned()).unwrap_or_else(|| "(nothing loaded)".into());
+            outln!("  {name}  ({:?})", f.kind);
+            outln!("    file:    {}", line(&f.file.display().to_string()));
+            if !f.sha256.is_empty() {
+                outln!("    sha256:  {}", f.sha256);
+            }
+            outln!("    grants:  {}", line(&f.grants));
+            if let Some(error) = &f.last_error {
+                outln!("    last reload error:\n      {}", block(error).replace('\n', "\n      "));
+            }
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// The reports of the serve processes still running, by pid. A file left by
+/// a process that is gone (killed before it could remove it) is skipped.
+fn read_reports(dir: &Path) -> Result<Vec<StatusReport>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading the status folder {}", dir.display())),
+    };
+    let mut reports = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let Ok(text) = std::fs::read(&path) else { continue };
+        let report: StatusReport = serde_json::from_slice(&text)
+            .with_context(|| format!("the status file {} is not one toolhost wrote", path.display()))?;
+        if Path::new("/proc").join(report.pid.to_string()).exists() {
+            reports.push(report);
+        }
+    }
+    reports.sort_by_key(|r| r.pid);
+    Ok(reports)
+}

@@ -1,0 +1,160 @@
+//! Watching the plugin folders and component files of a host
+//! ([`Toolhost::watch`]): file events, debounced, wake a task that runs one
+//! reload pass ([`super::reload`]) and keeps the status of every file.
+//!
+//! The watch is on the folders, never on a file: editors, cargo and "copy
+//! then rename" replace a file by rename, which gives it a new inode, and a
+//! watch on the old one goes dead. Events are hints; the pass rescans.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use notify::RecursiveMode;
+use notify_debouncer_full::{DebounceEventResult, new_debouncer};
+use tokio::sync::{broadcast, mpsc, watch};
+
+use super::Toolhost;
+use super::reload::{FileStatus, Reloader, StatusReport};
+use crate::sync::MutexExt;
+
+/// How a [`Toolhost::watch`] waits for files to be complete.
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    /// Events closer together than this wake one pass (an editor's or
+    /// cargo's burst of writes). Default 50 ms: a pass acts only on SHA-256
+    /// changes and retries a file that does not parse yet, so a short
+    /// debounce costs at most an extra pass, and it is most of the time from
+    /// a write to the new version serving.
+    pub debounce: Duration,
+    /// How long a file that does not parse yet is retried before its error
+    /// is reported: a copy or an editor may still be writing it. Default 2 s.
+    pub settle: Duration,
+    /// A file the watcher rewrites (atomically) with the status of every
+    /// watched file after each pass, for `toolhost status`; `None`: none.
+    pub status_file: Option<PathBuf>,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        Self { debounce: Duration::from_millis(50), settle: Duration::from_secs(2), status_file: None }
+    }
+}
+
+/// A running watch. Dropping it stops watching (loaded tools stay).
+pub struct Watcher {
+    _debouncer: notify_debouncer_full::Debouncer<notify::RecommendedWatcher, notify_debouncer_full::NoCache>,
+    task: tokio::task::JoinHandle<()>,
+    status: Arc<Mutex<Vec<FileStatus>>>,
+    passes: watch::Receiver<u64>,
+    errors: broadcast::Sender<FileStatus>,
+}
+
+impl Watcher {
+    /// Every watched file's status after the latest pass.
+    pub fn status(&self) -> Vec<FileStatus> {
+        self.status.lock_unpoisoned().clone()
+    }
+
+    /// The number of reload passes done, moved on after each one (a test
+    /// or a front end waits on it to see a change through).
+    pub fn passes(&self) -> watch::Receiver<u64> {
+        self.passes.clone()
+    }
+
+    /// Every new reload error from now on, as the status of its file (a
+    /// front end forwards them, e.g. as MCP log messages). A receiver that
+    /// falls more than 64 behind misses the oldest.
+    pub fn reload_errors(&self) -> broadcast::Receiver<FileStatus> {
+        self.errors.subscribe()
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Toolhost {
+    /// Starts watching the plugin folders (`--plugins`, `plugin_dirs`), the
+    /// plugin files and the middleware files of this host's settings: a new
+    /// `.wasm` in a plugin folder is loaded, a changed file is loaded beside
+    /// the running version and swapped in, a removed one is unloaded; a
+    /// broken update leaves the old version serving (see
+    /// [`Watcher::status`]). Runs on the current tokio runtime until the
+    /// [`Watcher`] is dropped. A first pass runs at once, so changes made
+    /// since the host was built are picked up.
+    pub async fn watch(&self, options: WatchOptions) -> Result<Watcher> {
+        let mut reloader = Reloader::new(self, options.settle);
+        let (wake, mut woken) = mpsc::channel::<()>(1);
+        let mut debouncer = new_debouncer(options.debounce, None, move |result: DebounceEventResult| {
+            if let Err(errors) = &result {
+                tracing::warn!("watching the plugin folders: {errors:?}");
+            }
+            // A full channel already holds a wake-up: the pass rescans all.
+            let _ = wake.try_send(());
+        })
+        .context("starting the file watcher")?;
+        for dir in &reloader.watch_dirs() {
+            debouncer.watch(dir, RecursiveMode::NonRecursive).with_context(|| {
+                format!(
+                    "watching {} for plugin changes (does the folder exist, and may toolhost read it?)",
+                    dir.display()
+                )
+            })?;
+        }
+        let status = Arc::new(Mutex::new(reloader.status()));
+        let (passes_tx, passes) = watch::channel(0u64);
+        let (errors, _) = broadcast::channel(64);
+        let errors_tx = errors.clone();
+        let shared = status.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let retry = reloader.reconcile().await;
+                let now = reloader.status();
+                if let Some(file) = &options.status_file {
+                    write_status(file, &now);
+                }
+                let before = std::mem::replace(&mut *shared.lock_unpoisoned(), now.clone());
+                for status in now.into_iter().filter(|s| s.last_error.is_some()) {
+                    let seen = before.iter().any(|b| b.file == status.file && b.last_error == status.last_error);
+                    if !seen {
+                        let _ = errors_tx.send(status);
+                    }
+                }
+                passes_tx.send_modify(|n| *n += 1);
+                let woke = match retry {
+                    Some(at) => tokio::select! {
+                        woke = woken.recv() => woke,
+                        () = tokio::time::sleep_until(at.into()) => Some(()),
+                    },
+                    None => woken.recv().await,
+                };
+                if woke.is_none() {
+                    return;
+                }
+            }
+        });
+        Ok(Watcher { _debouncer: debouncer, task, status, passes, errors })
+    }
+}
+
+/// Writes the status file atomically (a temporary file, then a rename), so
+/// a reader never sees half of it. A failure is logged, not fatal.
+fn write_status(file: &std::path::Path, status: &[FileStatus]) {
+    let write = || -> Result<()> {
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+        let report = StatusReport { pid: std::process::id(), files: status.to_vec() };
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)?;
+        std::fs::rename(&tmp, file)?;
+        Ok(())
+    };
+    if let Err(e) = write() {
+        tracing::warn!("could not write the reload status to {}: {e:#}", file.display());
+    }
+}
