@@ -345,3 +345,44 @@ fn on_without_landlock_refuses_to_start_and_auto_warns() {
     assert!(text.contains("ran"), "{text}");
     assert!(text.contains("unconfined"), "auto says it runs unconfined: {text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_of_a_read_only_call_writes_nowhere_but_its_tmp() {
+    use toolhost::backend::local::LocalBackend;
+    use toolhost::backend::local::sandbox::{Sandbox, SandboxMode, SandboxSettings};
+    use toolhost::backend::{Backend, ExecRequest};
+
+    let scratch = Scratch::new();
+    let work = scratch.work();
+    let settings = SandboxSettings { sandbox: SandboxMode::On, ..Default::default() };
+    let sandbox =
+        Sandbox::from_settings(&settings, scratch.dir.path(), std::slice::from_ref(&work), Default::default())
+            .expect("the sandbox starts")
+            .expect("on");
+    let backend = LocalBackend::new(work.clone(), scratch.dir.path().into()).with_sandbox(Arc::new(sandbox));
+    let run = |read_only: bool| ExecRequest {
+        argv: vec!["/bin/sh".into(), "-c".into(), "touch made; touch \"$TMPDIR/scratch\" && echo tmp-ok".into()],
+        cwd: None,
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        timeout: Duration::from_secs(10),
+        max_output_bytes: 0,
+        write_roots: vec![],
+        read_only,
+    };
+    let output = |mut p: Box<dyn toolhost::backend::Process>| async move {
+        let mut text = Vec::new();
+        while let Some(piece) = p.next_output().await {
+            match piece {
+                toolhost::backend::OutputPiece::Stdout(b) | toolhost::backend::OutputPiece::Stderr(b) => text.extend(b),
+            }
+        }
+        p.wait().await;
+        String::from_utf8_lossy(&text).into_owned()
+    };
+    let text = output(backend.spawn(&run(true)).await.unwrap()).await;
+    assert!(text.contains("Permission denied") && text.contains("tmp-ok"), "{text}");
+    assert!(!work.join("made").exists(), "a read-only call's process wrote in the working directory");
+
+    let text = output(backend.spawn(&run(false)).await.unwrap()).await;
+    assert!(work.join("made").exists(), "the same process in a call that may write does: {text}");
+}
