@@ -35,6 +35,17 @@ fn report(name: &str, samples: &mut [Duration]) -> Duration {
     p50
 }
 
+/// Reports both sides and the sandbox's cost per `unit`.
+fn compare(name: &str, unsandboxed: &mut [Duration], sandboxed: &mut [Duration], unit: &str) {
+    let pa = report(&format!("{name}, unsandboxed"), unsandboxed);
+    let pb = report(&format!("{name}, sandboxed"), sandboxed);
+    println!(
+        "sandboxed / unsandboxed (p50): {:.2}x, +{:.2} ms per {unit}",
+        pb.as_secs_f64() / pa.as_secs_f64(),
+        (pb.as_secs_f64() - pa.as_secs_f64()) * 1e3
+    );
+}
+
 async fn bash_call(host: &Toolhost) -> Duration {
     let input = json!({"command": "echo hi"}).to_string();
     let start = Instant::now();
@@ -89,13 +100,7 @@ async fn async_main() {
         a.push(bash_call(&plain).await);
         b.push(bash_call(&confined).await);
     }
-    let pa = report("Bash `echo hi`, end to end, unsandboxed", &mut a);
-    let pb = report("Bash `echo hi`, end to end, sandboxed", &mut b);
-    println!(
-        "sandboxed / unsandboxed (p50): {:.2}x, +{:.2} ms per call",
-        pb.as_secs_f64() / pa.as_secs_f64(),
-        (pb.as_secs_f64() - pa.as_secs_f64()) * 1e3
-    );
+    compare("Bash `echo hi`, end to end", &mut a, &mut b, "call");
 
     let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/".into()));
     let settings = SandboxSettings { sandbox: SandboxMode::On, ..Default::default() };
@@ -109,11 +114,5 @@ async fn async_main() {
         a.push(spawn_true(&open, &roots).await);
         b.push(spawn_true(&shut, &roots).await);
     }
-    let pa = report("spawn /bin/true on the backend, unsandboxed", &mut a);
-    let pb = report("spawn /bin/true on the backend, sandboxed", &mut b);
-    println!(
-        "sandboxed / unsandboxed (p50): {:.2}x, +{:.2} ms per process",
-        pb.as_secs_f64() / pa.as_secs_f64(),
-        (pb.as_secs_f64() - pa.as_secs_f64()) * 1e3
-    );
+    compare("spawn /bin/true on the backend", &mut a, &mut b, "process");
 }

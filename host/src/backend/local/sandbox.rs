@@ -15,8 +15,9 @@
 //!   TCP sockets unless `network = true`; with ABI 6 and later it may not
 //!   signal processes outside its sandbox (toolhost, the user's other
 //!   programs) nor reach abstract Unix sockets outside it. Landlock also
-//!   keeps it from `ptrace` and from `/proc/PID/environ` or `mem` of
-//!   processes outside its sandbox, toolhost's included.
+//!   keeps it from `ptrace` and `/proc/PID/mem` of processes outside its
+//!   sandbox, but not from `/proc/PID/environ`: for that the process drops
+//!   every capability and toolhost makes itself non-dumpable.
 //! * **seccomp**, unless `network = true`: no socket at all (`seccomp.rs`).
 //! * **Limits**: at most `max_processes` processes and `max_memory_bytes`
 //!   of memory for the whole tree where cgroup v1 groups can be made
