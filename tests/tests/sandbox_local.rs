@@ -62,17 +62,23 @@ fn marker(name: &str) -> String {
     format!("toolhost-{name}-{nanos}")
 }
 
-/// Live processes whose command line contains `marker` (zombies have none).
-fn processes_with(marker: &str) -> usize {
-    let mut n = 0;
+/// The pids of live processes whose command line contains `marker`
+/// (zombies have none).
+fn pids_with(marker: &str) -> Vec<libc::pid_t> {
+    let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         if let Ok(cmd) = std::fs::read(entry.path().join("cmdline"))
             && String::from_utf8_lossy(&cmd).contains(marker)
+            && let Ok(pid) = entry.file_name().to_string_lossy().parse()
         {
-            n += 1;
+            pids.push(pid);
         }
     }
-    n
+    pids
+}
+
+fn processes_with(marker: &str) -> usize {
+    pids_with(marker).len()
 }
 
 /// Whether the sandbox can make cgroup v1 groups here (root, v1 `pids`).
@@ -296,7 +302,10 @@ async fn a_process_that_ignores_sigterm_or_leaves_its_group_is_killed() {
     assert_eq!(r.text(), "left\n");
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(processes_with(&escapee), 1, "unsandboxed, it outlives its call (the test can fail)");
-    let _ = Command::new("pkill").arg("-KILL").arg("-f").arg(&escapee).status();
+    for pid in pids_with(&escapee) {
+        // SAFETY: kill with a pid this test started and a signal number.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
     assert_eq!(exit_code(&r), 0);
 }
 
