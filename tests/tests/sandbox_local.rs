@@ -288,17 +288,26 @@ async fn a_process_that_ignores_sigterm_or_leaves_its_group_is_killed() {
         return;
     }
     // `setsid` leaves the process group, which is all the timeout kills
-    // unsandboxed; the sandbox's cgroup sweep still finds it.
+    // unsandboxed; the sandbox's cgroup sweep still finds it. (The pause
+    // lets the escapee leave the group before its parent ends.)
     let escapee = marker("escapee");
-    let r = bash(&host, &format!("setsid -f bash -c 'exec -a {escapee} sleep 60' >/dev/null 2>&1; echo left"), 10_000)
-        .await;
+    let r = bash(
+        &host,
+        &format!("setsid -f bash -c 'exec -a {escapee} sleep 60' >/dev/null 2>&1; sleep 0.5; echo left"),
+        10_000,
+    )
+    .await;
     assert_eq!(r.text(), "left\n");
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(processes_with(&escapee), 0, "the process that left its group is gone");
 
     let open = scratch.host(unsandboxed(&scratch)).await;
-    let r = bash(&open, &format!("setsid -f bash -c 'exec -a {escapee} sleep 60' >/dev/null 2>&1; echo left"), 10_000)
-        .await;
+    let r = bash(
+        &open,
+        &format!("setsid -f bash -c 'exec -a {escapee} sleep 60' >/dev/null 2>&1; sleep 0.5; echo left"),
+        10_000,
+    )
+    .await;
     assert_eq!(r.text(), "left\n");
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(processes_with(&escapee), 1, "unsandboxed, it outlives its call (the test can fail)");
@@ -394,4 +403,37 @@ async fn a_process_of_a_read_only_call_writes_nowhere_but_its_tmp() {
 
     let text = output(backend.spawn(&run(false)).await.unwrap()).await;
     assert!(work.join("made").exists(), "the same process in a call that may write does: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_crashed_host_left_is_removed_at_start() {
+    // A pid that no longer runs: a child that has exited and been reaped.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let tmp = std::env::temp_dir().join(format!("toolhost-sandbox-{dead}-left"));
+    std::fs::create_dir_all(tmp.join("sub")).unwrap();
+    std::fs::write(tmp.join("sub/file"), "x").unwrap();
+    let mark = marker("left-running");
+    let mut cgroup = None;
+    if cgroups_here() {
+        let group = std::path::PathBuf::from(format!("/sys/fs/cgroup/pids/toolhost-sandbox-{dead}-0"));
+        std::fs::create_dir_all(group.join("0")).unwrap();
+        let mut sleeper = Command::new("bash").args(["-c", &format!("exec -a {mark} sleep 60")]).spawn().unwrap();
+        std::fs::write(group.join("0/cgroup.procs"), sleeper.id().to_string()).unwrap();
+        std::thread::spawn(move || sleeper.wait());
+        cgroup = Some(group);
+    } else {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root with cgroup v1 pids");
+    }
+
+    let scratch = Scratch::new();
+    let host = scratch.host(sandboxed(&scratch, &[])).await;
+    assert!(!tmp.exists(), "the dead host's temporary directory is removed");
+    if let Some(group) = cgroup {
+        assert!(!group.exists(), "the dead host's cgroup is removed");
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(processes_with(&mark), 0, "what still ran in it is killed");
+    }
+    assert_eq!(bash(&host, "echo fine", 10_000).await.text(), "fine\n");
 }

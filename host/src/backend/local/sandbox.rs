@@ -38,7 +38,7 @@ pub(super) use cgroup::Group;
 
 use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Result, bail};
 use landlock::{
@@ -49,6 +49,7 @@ use serde::Deserialize;
 
 use crate::backend::{BackendError, ExecRequest};
 use crate::protected::ProtectedPaths;
+use crate::sync::MutexExt as _;
 
 /// The secrets no sandboxed process reads, relative to the home directory:
 /// keys and credentials of SSH, GnuPG, cloud and container tools, package
@@ -390,16 +391,52 @@ impl Drop for Sandbox {
     }
 }
 
+/// What this process made that must go when it exits, even through
+/// `std::process::exit` (which runs no destructor, and is how the CLI
+/// ends): the private temporary directories (`true`: a whole tree) and the
+/// parent cgroups (`false`: only once empty). What a crash leaves, the next
+/// start removes (`private_temp_dir`, `cgroup::Controllers::open`).
+static AT_EXIT: Mutex<Vec<(PathBuf, bool)>> = Mutex::new(Vec::new());
+
+fn remove_at_exit(path: PathBuf, tree: bool) {
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    REGISTER.call_once(|| {
+        // SAFETY: registers a function that takes and returns nothing.
+        unsafe { libc::atexit(remove_leftovers) };
+    });
+    AT_EXIT.lock_unpoisoned().push((path, tree));
+}
+
+extern "C" fn remove_leftovers() {
+    let paths = std::mem::take(&mut *AT_EXIT.lock_unpoisoned());
+    for (path, tree) in paths.into_iter().rev() {
+        let _ = if tree { std::fs::remove_dir_all(&path) } else { std::fs::remove_dir(&path) };
+    }
+}
+
 /// A fresh directory only this user can enter, under the system's.
 fn private_temp_dir() -> Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt as _;
     let base = std::env::temp_dir();
+    // What hosts that did not end cleanly left behind (ours only).
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    for entry in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+        let stale = cgroup::of_a_dead_host(&entry.file_name().to_string_lossy());
+        if stale && entry.metadata().is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == uid && m.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
     for attempt in 0..16u32 {
         let nanos =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
         let dir = base.join(format!("toolhost-sandbox-{}-{nanos:x}{attempt}", std::process::id()));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(std::fs::canonicalize(&dir)?),
+            Ok(()) => {
+                let dir = std::fs::canonicalize(&dir)?;
+                remove_at_exit(dir.clone(), true);
+                return Ok(dir);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => bail!(
                 "cannot create the sandbox's temporary directory under {}: {e}; set TMPDIR to a writable folder",

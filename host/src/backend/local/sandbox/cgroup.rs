@@ -38,9 +38,14 @@ impl Controllers {
                 names.split(',').any(|n| n == controller).then(|| path.trim_start_matches('/').to_string())
             })?;
             let name = format!("toolhost-sandbox-{}-{}", std::process::id(), seq);
-            let dir = Path::new("/sys/fs/cgroup").join(controller).join(rel).join(name);
+            let base = Path::new("/sys/fs/cgroup").join(controller).join(rel);
+            sweep_stale(&base);
+            let dir = base.join(name);
             match std::fs::create_dir(&dir) {
-                Ok(()) => Some(dir),
+                Ok(()) => {
+                    super::remove_at_exit(dir.clone(), false);
+                    Some(dir)
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Some(dir),
                 Err(_) => None,
             }
@@ -82,6 +87,34 @@ impl Drop for Controllers {
         if let Some(memory) = &self.memory {
             let _ = std::fs::remove_dir(memory);
         }
+    }
+}
+
+/// Whether `name` (`toolhost-sandbox-<pid>…`) belongs to a host that is
+/// no longer running.
+pub(super) fn of_a_dead_host(name: &str) -> bool {
+    let Some(pid) = name.strip_prefix("toolhost-sandbox-").and_then(|r| r.split('-').next()) else { return false };
+    let Ok(pid) = pid.parse::<libc::pid_t>() else { return false };
+    // SAFETY: signal 0 only checks that the process exists.
+    pid > 0 && unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// Removes the groups a crashed (or killed) host left under `base`,
+/// killing what still runs in them.
+fn sweep_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !of_a_dead_host(&name.to_string_lossy()) {
+            continue;
+        }
+        let parent = entry.path();
+        for child in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+            if child.path().is_dir() {
+                drop(Group { dirs: vec![child.path()], procs: Vec::new() });
+            }
+        }
+        let _ = std::fs::remove_dir(&parent);
     }
 }
 
