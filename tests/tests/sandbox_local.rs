@@ -291,31 +291,23 @@ async fn a_process_that_ignores_sigterm_or_leaves_its_group_is_killed() {
     // unsandboxed; the sandbox's cgroup sweep still finds it. (The pause
     // lets the escapee leave the group before its parent ends.)
     let escapee = marker("escapee");
-    let r = bash(
-        &host,
-        &format!("setsid -f bash -c 'exec -a {escapee} sleep 60' >/dev/null 2>&1; sleep 0.5; echo left"),
-        10_000,
-    )
-    .await;
-    assert_eq!(r.text(), "left\n");
-    std::thread::sleep(Duration::from_millis(100));
+    let escape = |host: Toolhost| {
+        let command = format!("setsid -f bash -c 'exec -a {escapee} sleep 60' >/dev/null 2>&1; sleep 0.5; echo left");
+        async move {
+            let r = bash(&host, &command, 10_000).await;
+            assert_eq!((r.text().as_str(), exit_code(&r)), ("left\n", json!(0)));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    escape(host).await;
     assert_eq!(processes_with(&escapee), 0, "the process that left its group is gone");
 
-    let open = scratch.host(unsandboxed(&scratch)).await;
-    let r = bash(
-        &open,
-        &format!("setsid -f bash -c 'exec -a {escapee} sleep 60' >/dev/null 2>&1; sleep 0.5; echo left"),
-        10_000,
-    )
-    .await;
-    assert_eq!(r.text(), "left\n");
-    std::thread::sleep(Duration::from_millis(100));
+    escape(scratch.host(unsandboxed(&scratch)).await).await;
     assert_eq!(processes_with(&escapee), 1, "unsandboxed, it outlives its call (the test can fail)");
     for pid in pids_with(&escapee) {
         // SAFETY: kill with a pid this test started and a signal number.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
-    assert_eq!(exit_code(&r), 0);
 }
 
 /// Runs the CLI where `landlock_create_ruleset` fails with `ENOSYS`, as on
