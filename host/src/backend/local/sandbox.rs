@@ -481,13 +481,19 @@ impl Confinement {
     }
 }
 
+/// The type `setrlimit` takes its resource as (glibc has its own).
+#[cfg(target_env = "gnu")]
+type Resource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+type Resource = libc::c_int;
+
 /// What the child does to enter the sandbox: only raw descriptors and
 /// prepared data, so nothing allocates or locks after `fork`.
 pub(super) struct ChildSetup {
     ruleset: RawFd,
     filter: Option<Arc<[seccomp::Instruction]>>,
     procs: Vec<RawFd>,
-    rlimits: Vec<(libc::__rlimit_resource_t, u64)>,
+    rlimits: Vec<(Resource, u64)>,
     cap_last: u32,
 }
 
