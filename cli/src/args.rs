@@ -104,6 +104,9 @@ pub struct Global {
     /// Where file and process operations run: a backend kind (local) [default: [backend] kind, else local]
     #[arg(long, global = true, value_name = "KIND")]
     pub backend: Option<String>,
+    /// Confine the processes of the local backend with Landlock, seccomp and cgroups: on (fail where the kernel cannot), auto (else warn and run unconfined), off [default: [backend.local] sandbox, else off]
+    #[arg(long, global = true, value_name = "MODE", value_parser = ["on", "auto", "off"])]
+    pub sandbox: Option<String>,
     /// More log output on stderr (-v info, -vv debug)
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -180,6 +183,9 @@ impl Global {
         {
             // The file's options belong to the kind it names, not this one.
             s.backend = toolhost::settings::BackendSettings { kind: kind.clone(), options: Default::default() };
+        }
+        if let Some(mode) = &self.sandbox {
+            s.set_local_sandbox(mode);
         }
         Ok((s, path))
     }

@@ -34,6 +34,9 @@
 //!
 //! [backend]                           # where file and process operations run
 //! kind = "local"                      # see crate::backend::factory
+//! [backend.local]                     # the local sandbox (crate::backend::local::sandbox)
+//! sandbox = "auto"                    # "on" | "auto" | "off"
+//! network = false
 //!
 //! [middleware]                        # tool middleware (see crate::middleware)
 //! files = ["mw/retry.wasm"]
@@ -70,7 +73,8 @@ pub const OLD_SESSIONS_DIR: &str = ".toolhost/sessions";
 /// ```
 ///
 /// Every other key of the table is an option of that kind, handed to its
-/// factory (the `local` kind takes none). The short form `backend = "local"`
+/// factory (the `local` kind takes one, the `[backend.local]` table of its
+/// sandbox, `crate::backend::local::sandbox::SandboxSettings`). The short form `backend = "local"`
 /// names the kind alone.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BackendSettings {
@@ -268,6 +272,18 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// Sets `[backend.local] sandbox` (what `--sandbox` does), keeping the
+    /// table's other keys.
+    pub fn set_local_sandbox(&mut self, mode: &str) {
+        let local = self.backend.options.entry("local").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !local.is_table() {
+            *local = toml::Value::Table(toml::Table::new());
+        }
+        if let toml::Value::Table(table) = local {
+            table.insert("sandbox".into(), toml::Value::String(mode.into()));
+        }
+    }
+
     /// Reads a settings file. Relative paths in it are resolved against the
     /// file's directory. Errors name the file and the offending key.
     pub fn load(path: &Path) -> Result<Self> {

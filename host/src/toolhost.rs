@@ -194,6 +194,7 @@ impl ToolhostBuilder {
             None => {
                 let setup = BackendSetup {
                     cwd: &working_dirs[0],
+                    working_dirs: &working_dirs,
                     protected: protected.clone(),
                     options: &settings.backend.options,
                 };

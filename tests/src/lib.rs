@@ -113,8 +113,13 @@ impl Scratch {
 
     /// Settings rooted here: `work/` as the only working dir, a shared
     /// compile cache (compiling is the slow part; sharing it across tests is safe).
+    /// With `TOOLHOST_TEST_SANDBOX=on` (or `auto`) in the environment, the
+    /// local sandbox is on, so a whole suite runs sandboxed.
     pub fn settings(&self) -> Settings {
         let mut s = Settings::default();
+        if let Some(mode) = test_sandbox() {
+            s.set_local_sandbox(&mode);
+        }
         s.permissions.working_dirs = vec![self.work().display().to_string()];
         s.cache_dir = Some(root().join("target/test-cache"));
         s.state_dir = Some(self.dir.path().join("sessions"));
@@ -145,6 +150,7 @@ impl Scratch {
             .current_dir(self.work())
             .arg("--cache-dir")
             .arg(root().join("target/test-cache"))
+            .args(test_sandbox().map(|mode| ["--sandbox".to_string(), mode]).into_iter().flatten())
             .args(args)
             .env("HOME", self.dir.path())
             .env_remove("XDG_STATE_HOME")
@@ -158,6 +164,11 @@ impl Scratch {
     pub fn cli_sessions(&self) -> PathBuf {
         self.dir.path().join(".local/state/toolhost/sessions")
     }
+}
+
+/// The sandbox mode `TOOLHOST_TEST_SANDBOX` asks the suites to run under.
+pub fn test_sandbox() -> Option<String> {
+    std::env::var("TOOLHOST_TEST_SANDBOX").ok().filter(|m| !m.is_empty())
 }
 
 impl Default for Scratch {

@@ -111,6 +111,8 @@ mod tests {
             env: Vec::new(),
             timeout: std::time::Duration::from_secs(5),
             max_output_bytes: 0,
+            write_roots: Vec::new(),
+            read_only: false,
         };
         denied(b.spawn(&exec).await.map(drop));
         assert_eq!((b.cwd(), b.home(), b.expand_user("~/x")), ("/".into(), "/".into(), "/x".into()));

@@ -39,7 +39,8 @@
 //!   removing a folder that contains one is refused too. Walks and
 //!   searches skip them silently, as they skip what lies outside the roots.
 //!   A process started with `exec` is not confined by this (it runs with
-//!   the user's rights); the process sandbox is what contains it.
+//!   the user's rights); the process sandbox ([`sandbox`],
+//!   `[backend.local] sandbox = "on"`) is what contains it.
 //! * A granted root is opened only while its real path is the one it had
 //!   when the grant was made ([`Root::real`]) and when this backend first
 //!   opened it: a root folder swapped for a symlink is refused.
@@ -49,6 +50,7 @@
 //!   child exits, and when the [`Process`] handle is dropped.
 
 mod process;
+pub mod sandbox;
 mod search;
 
 use crate::sync::MutexExt;
@@ -69,6 +71,7 @@ use super::{
     SearchRequest, WalkOptions,
 };
 use crate::protected::ProtectedPaths;
+use sandbox::Sandbox;
 
 /// Per-stream output cap applied when an [`ExecRequest`] asks for 0 bytes
 /// (WIT: "0 means the host's output cap"): 16 MiB.
@@ -91,6 +94,8 @@ pub struct LocalBackend {
     roots: Mutex<HashMap<PathBuf, (Arc<Dir>, PathBuf)>>,
     /// toolhost's own files: refused to every tool whatever its scope.
     protected: Arc<ProtectedPaths>,
+    /// What confines the processes it starts (none: the user's rights).
+    sandbox: Option<Arc<Sandbox>>,
 }
 
 impl LocalBackend {
@@ -104,7 +109,19 @@ impl LocalBackend {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             roots: Mutex::new(HashMap::new()),
             protected: Arc::default(),
+            sandbox: None,
         }
+    }
+
+    /// Confines every process this backend starts in `sandbox`.
+    pub fn with_sandbox(mut self, sandbox: Arc<Sandbox>) -> Self {
+        self.sandbox = Some(sandbox);
+        self
+    }
+
+    /// The sandbox of its processes, if any.
+    pub fn sandbox(&self) -> Option<&Sandbox> {
+        self.sandbox.as_deref()
     }
 
     /// Refuses every operation on these paths (toolhost's own files) and
@@ -469,7 +486,11 @@ impl Backend for LocalBackend {
             None => self.cwd.clone(),
         };
         let cap = if request.max_output_bytes == 0 { self.max_output_bytes } else { request.max_output_bytes };
-        process::spawn(&cwd, request, cap)
+        let confinement = match &self.sandbox {
+            Some(sandbox) => Some(sandbox.confine(request)?),
+            None => None,
+        };
+        process::spawn(&cwd, request, cap, confinement)
     }
 }
 

@@ -149,6 +149,14 @@ pub struct ExecRequest {
     pub timeout: Duration,
     /// Per-stream collection cap in bytes.
     pub max_output_bytes: u64,
+    /// Where the process may write on a backend that confines processes,
+    /// besides the working directories: the calling tool's writable roots
+    /// ([`FsScope::write_roots`]). A backend that does not confine ignores it.
+    pub write_roots: Vec<std::path::PathBuf>,
+    /// The call was admitted as read-only: a backend that confines
+    /// processes lets this one write nowhere (but its private temporary
+    /// directory).
+    pub read_only: bool,
 }
 
 /// A piece of process output.

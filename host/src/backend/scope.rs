@@ -82,6 +82,12 @@ impl FsScope {
         &self.roots
     }
 
+    /// The roots writes are allowed under, symlinks resolved where they
+    /// were when the scope was made: where a confined process may write.
+    pub fn write_roots(&self) -> Vec<PathBuf> {
+        self.roots.iter().filter(|r| r.write).map(|r| r.real.clone().unwrap_or_else(|| r.path.clone())).collect()
+    }
+
     /// The tool this scope belongs to.
     pub fn tool(&self) -> &str {
         &self.tool

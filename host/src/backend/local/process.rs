@@ -15,6 +15,7 @@ use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use super::sandbox::Confinement;
 use crate::backend::{BackendError, ExecRequest, ExitStatus, OutputPiece, Process};
 
 /// How long output is still read after the process group was killed, for
@@ -51,8 +52,14 @@ struct LocalProcess {
     group: Arc<Group>,
 }
 
-/// Starts `request.argv` in `cwd` (see the module docs of `local`).
-pub(super) fn spawn(cwd: &Path, request: &ExecRequest, cap: u64) -> Result<Box<dyn Process>, BackendError> {
+/// Starts `request.argv` in `cwd` (see the module docs of `local`), inside
+/// `confinement` when there is one.
+pub(super) fn spawn(
+    cwd: &Path,
+    request: &ExecRequest,
+    cap: u64,
+    confinement: Option<Confinement>,
+) -> Result<Box<dyn Process>, BackendError> {
     let Some((program, args)) = request.argv.split_first() else {
         return Err(BackendError::Invalid("empty argv: name the program to run in argv[0]".into()));
     };
@@ -71,7 +78,24 @@ pub(super) fn spawn(cwd: &Path, request: &ExecRequest, cap: u64) -> Result<Box<d
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    if let Some(confinement) = &confinement {
+        cmd.env("TMPDIR", confinement.temp_dir());
+        let child = confinement.child();
+        // SAFETY: `enter` only makes async-signal-safe system calls on data
+        // prepared before the fork.
+        unsafe {
+            cmd.pre_exec(move || child.enter());
+        }
+    }
     let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        _ if confinement.is_some()
+            && e.raw_os_error().is_some()
+            && !matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied) =>
+        {
+            BackendError::Io(format!(
+                "cannot start '{program}' in the sandbox: {e}; set [backend.local] sandbox = \"off\" to run unconfined"
+            ))
+        }
         std::io::ErrorKind::NotFound => BackendError::NotFound(format!(
             "program '{program}' not found: {e}; check that it is installed and on PATH, or pass its absolute path"
         )),
@@ -97,7 +121,8 @@ pub(super) fn spawn(cwd: &Path, request: &ExecRequest, cap: u64) -> Result<Box<d
         readers.push(tokio::spawn(pump(err, tx, OutputPiece::Stderr, cap, truncated.clone())));
     }
     let (status_tx, status_rx) = oneshot::channel();
-    tokio::spawn(supervise(child, group.clone(), request.timeout, readers, truncated, status_tx));
+    let cgroup = confinement.and_then(|c| c.group);
+    tokio::spawn(supervise(child, group.clone(), request.timeout, readers, truncated, status_tx, cgroup));
     Ok(Box::new(LocalProcess { output: rx, status: Some(status_rx), finished: None, group }))
 }
 
@@ -151,6 +176,7 @@ async fn supervise(
     readers: Vec<JoinHandle<()>>,
     truncated: Arc<AtomicBool>,
     status_tx: oneshot::Sender<ExitStatus>,
+    cgroup: Option<super::sandbox::Group>,
 ) {
     let pgid = group.pgid;
     let exited = tokio::task::spawn_blocking(move || wait_exited_unreaped(pgid));
@@ -159,6 +185,10 @@ async fn supervise(
     // The leader has exited (unreaped) or is still running: either way the
     // group id is ours. Kill everything left in it.
     group.kill();
+    if let Some(cgroup) = cgroup {
+        // Also what left the process group (`setsid`): the whole tree.
+        let _ = tokio::task::spawn_blocking(move || drop(cgroup)).await;
+    }
     let status = child.wait().await;
     let deadline = tokio::time::Instant::now() + READ_GRACE;
     for mut reader in readers {

@@ -465,6 +465,8 @@ fn exec(argv: &[&str], timeout_ms: u64) -> ExecRequest {
         env: vec![],
         timeout: Duration::from_millis(timeout_ms),
         max_output_bytes: 0,
+        write_roots: vec![],
+        read_only: false,
     }
 }
 

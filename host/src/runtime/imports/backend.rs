@@ -142,6 +142,8 @@ impl wit::Host for CallState {
             env: process_env(&self.grants.env, request.env),
             timeout,
             max_output_bytes: cap,
+            write_roots: self.grants.fs.write_roots(),
+            read_only: self.grants.phase == crate::capability::Phase::ReadOnlyCall,
         };
         let process = self.backend.spawn(&exec).await?;
         Ok(self.table.push(ProcessHandle(process))?)
