@@ -14,10 +14,16 @@ prints one JSON object with what the client saw. Scenarios:
 - parallel {tool, calls: [args, ...]}  the calls at once on one client
 - raw {body, headers}                  HTTP only: one POST as given, then a listing
 - raw_stdio {line}                     stdio only: one raw line, then a listing
+- list_changed {trigger}               listens for tool-list changes while the
+                                       fixture server (tests/src/bin/mcp_fixture.rs)
+                                       adds a tool (trigger created) and unloads
+                                       it (trigger removed); lists after each
+- tasks {calls: [[tool, args], ...]}   the calls in order on one client
 """
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -27,7 +33,7 @@ import urllib.request
 import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import ElicitResult
+from mcp_types import ElicitResult, ToolListChangedNotification
 
 
 def parse_args(argv):
@@ -209,7 +215,51 @@ async def scenario_raw_stdio(opts, p):
         proc.kill()
 
 
+async def names(c):
+    return sorted(t.name for t in (await c.list_tools()).tools)
+
+
+async def scenario_list_changed(opts, p):
+    """Each change of the server's tool set is one notification to a listening
+    client (2026-07-28: on its subscriptions/listen stream; 2025-11-25: a
+    notification on the session), after which the listing shows it."""
+    trigger = p["trigger"]
+    steps = [lambda: open(trigger, "w").close(), lambda: os.remove(trigger)]
+    out = {"before": None, "after": []}
+    if opts["mode"] == "legacy":
+        changes = asyncio.Queue()
+
+        async def on_message(m):
+            if isinstance(m, ToolListChangedNotification):
+                changes.put_nowait(m)
+
+        async with client(opts, message_handler=on_message) as c:
+            out["before"] = await names(c)
+            for step in steps:
+                step()
+                await asyncio.wait_for(changes.get(), timeout=30)
+                out["after"].append(await names(c))
+    else:
+        async with client(opts) as c:
+            out["before"] = await names(c)
+            async with c.listen(tools_list_changed=True) as sub:
+                out["honored"] = bool(sub.honored.tools_list_changed)
+                events = sub.__aiter__()
+                for step in steps:
+                    step()
+                    await asyncio.wait_for(events.__anext__(), timeout=30)
+                    out["after"].append(await names(c))
+    return out
+
+
+async def scenario_tasks(opts, p):
+    async with client(opts) as c:
+        return {"results": [result_json(await c.call_tool(tool, args)) for tool, args in p["calls"]]}
+
+
 SCENARIOS = {
+    "list_changed": scenario_list_changed,
+    "tasks": scenario_tasks,
     "list": scenario_list,
     "call": scenario_call,
     "elicit": scenario_elicit,
