@@ -154,3 +154,48 @@ pub fn listed<'a>(listing: &'a Value, name: &str) -> &'a Value {
         .find(|t| t["name"] == name)
         .unwrap_or_else(|| panic!("{name} not listed"))
 }
+
+/// The pinned MCP conformance suite. 0.1.10 is the newest that runs on
+/// Node 20 (0.1.16 needs `fs.globSync`).
+pub const CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.10";
+
+/// The conformance suite's entry point (`dist/index.js`), installed with
+/// npm into `target/mcp-conformance` the first time. `None` (the test
+/// skips) when Node, npm or the npm registry is missing, except under
+/// `CI=true`, where that fails the test.
+pub fn conformance_suite() -> Option<&'static Path> {
+    static SUITE: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    SUITE
+        .get_or_init(|| {
+            let dir = root().join("target/mcp-conformance");
+            let entry = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+            let ready = dir.join(".conformance-0.1.10");
+            if ready.exists() && entry.exists() {
+                return Some(entry);
+            }
+            let node = Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
+            let made = node
+                && std::fs::create_dir_all(&dir).is_ok()
+                && Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund", "--save-exact", "--prefix"])
+                    .arg(&dir)
+                    .arg(CONFORMANCE)
+                    .stdout(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+                && entry.exists();
+            if made {
+                std::fs::write(&ready, "").expect("marking the conformance suite installed");
+                return Some(entry);
+            }
+            assert!(
+                std::env::var("CI").is_err(),
+                "could not install {CONFORMANCE} into {} (node 20 and npm, and the npm registry, are needed; \
+                 .ci/run installs them)",
+                dir.display()
+            );
+            eprintln!("skipped: no node/npm to install {CONFORMANCE}");
+            None
+        })
+        .as_deref()
+}
