@@ -19,6 +19,10 @@ prints one JSON object with what the client saw. Scenarios:
                                        adds a tool (trigger created) and unloads
                                        it (trigger removed); lists after each
 - tasks {calls: [[tool, args], ...]}   the calls in order on one client
+- sessions {create, list}              HTTP, legacy: two sessions at once (one
+                                       creates a task, both list), then a session
+                                       driven by hand and resumed on new connections
+                                       (create, list), then ended with DELETE
 """
 
 import asyncio
@@ -257,7 +261,68 @@ async def scenario_tasks(opts, p):
         return {"results": [result_json(await c.call_tool(tool, args)) for tool, args in p["calls"]]}
 
 
+def raw_session(url, method, body=None, session=None):
+    """One HTTP request of a hand-driven legacy session; returns (status,
+    session id, the JSON-RPC reply or None)."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("Content-Type", "application/json")
+    req.add_header("Accept", "application/json, text/event-stream")
+    req.add_header("MCP-Protocol-Version", "2025-11-25")
+    if session:
+        req.add_header("Mcp-Session-Id", session)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            status, sid, text = resp.status, resp.headers.get("Mcp-Session-Id"), resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, None, None
+    reply = None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("data:") and line[5:].strip():
+            msg = json.loads(line[5:])
+            if "id" in msg:
+                reply = msg
+        elif line.startswith("{"):
+            reply = json.loads(line)
+    return status, sid or session, reply
+
+
+async def scenario_sessions(opts, p):
+    create, lister = p["create"], p["list"]
+    out = {}
+    async with client(opts) as a, client(opts) as b:
+        out["a_create"] = result_json(await a.call_tool(create[0], create[1]))
+        out["a_list"] = result_json(await a.call_tool(lister[0], lister[1]))
+        out["b_list"] = result_json(await b.call_tool(lister[0], lister[1]))
+    url = opts["http"]
+
+    def by_hand():
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+        }
+        _, sid, _ = raw_session(url, "POST", init)
+        raw_session(url, "POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+
+        def call(i, tool):
+            body = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": tool[0], "arguments": tool[1]}}
+            _, _, reply = raw_session(url, "POST", body, sid)
+            return "".join(c.get("text", "") for c in reply["result"]["content"])
+
+        made = call(2, create)
+        resumed = call(3, lister)  # a new connection with the same session id
+        deleted, _, _ = raw_session(url, "DELETE", None, sid)
+        return {"session": bool(sid), "created": made, "resumed_list": resumed, "deleted": deleted}
+
+    out["by_hand"] = await asyncio.to_thread(by_hand)
+    return out
+
+
 SCENARIOS = {
+    "sessions": scenario_sessions,
     "list_changed": scenario_list_changed,
     "tasks": scenario_tasks,
     "list": scenario_list,
