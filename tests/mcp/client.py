@@ -20,6 +20,8 @@ prints one JSON object with what the client saw. Scenarios:
                                        adds a tool (trigger created) and unloads
                                        it (trigger removed); lists after each
 - tasks {calls: [[tool, args], ...]}   the calls in order on one client
+- stdio_stop {pid_file}                stdio: SIGTERM to the server during a call,
+                                       then a new call, then the first call's answer
 - sessions {create, list}              HTTP, legacy: two sessions at once (one
                                        creates a task, both list), then a session
                                        driven by hand and resumed on new connections
@@ -333,7 +335,28 @@ async def scenario_sessions(opts, p):
     return out
 
 
+async def scenario_stdio_stop(opts, p):
+    """stdio: a slow call reports the server's pid (its shell's parent), the
+    client sends the server SIGTERM, then a new call (refused: stopping),
+    then collects the slow call's answer (inside the grace period)."""
+    import signal
+
+    pid_file = p["pid_file"]
+    async with client(opts) as c:
+        await c.list_tools()
+        slow = asyncio.ensure_future(c.call_tool("Bash", {"command": f"echo $PPID > {pid_file}; sleep 2; echo slow-ok"}))
+        while not (os.path.exists(pid_file) and open(pid_file).read().strip()):
+            await asyncio.sleep(0.05)
+        pid = int(open(pid_file).read())
+        cmdline = open(f"/proc/{pid}/cmdline").read().replace("\0", " ")
+        os.kill(pid, signal.SIGTERM)
+        await asyncio.sleep(0.3)
+        new = result_json(await c.call_tool("Bash", {"command": "echo new"}))
+        return {"server": cmdline, "new": new, "slow": result_json(await slow)}
+
+
 SCENARIOS = {
+    "stdio_stop": scenario_stdio_stop,
     "sessions": scenario_sessions,
     "list_changed": scenario_list_changed,
     "tasks": scenario_tasks,

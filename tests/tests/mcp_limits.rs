@@ -12,7 +12,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_e2e::mcp::{HttpServer, client, client_command};
+use toolhost_e2e::mcp::{HttpServer, Transport, client, client_command, serve_args};
 use toolhost_e2e::{Scratch, mcp_python, root};
 
 fn fixture(scratch: &Scratch, extra: &[&str]) -> HttpServer {
@@ -204,4 +204,18 @@ fn mcp_sigterm_stops_gracefully() {
         .filter(|n| n != "graceful.json")
         .collect();
     assert!(leftovers.is_empty(), "half-written files: {leftovers:?}");
+}
+
+#[test]
+fn mcp_sigterm_on_stdio_refuses_new_calls_and_finishes_the_running_one() {
+    let Some(py) = mcp_python() else { return };
+    let scratch = Scratch::new();
+    let stdio = Transport::Stdio(serve_args(&["--grace", "10", "--allow", "Bash"]));
+    let pid_file = scratch.work().join("server-pid");
+    let r = client(py, &scratch, &stdio, "legacy", "stdio_stop", json!({"pid_file": pid_file}));
+    assert!(r["server"].as_str().unwrap().contains("serve"), "signalled the server: {r}");
+    assert_eq!(r["new"]["is_error"], true, "{r}");
+    assert!(r["new"]["text"].as_str().unwrap().contains("stopping"), "{r}");
+    assert_eq!(r["slow"]["is_error"], false, "{r}");
+    assert!(r["slow"]["text"].as_str().unwrap().contains("slow-ok"), "{r}");
 }
