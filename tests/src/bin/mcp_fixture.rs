@@ -179,10 +179,8 @@ fn parse() -> Result<Args> {
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = parse()?;
-    let mut settings = Settings::default();
-    settings.builtins = false;
+    let mut settings = Settings { builtins: false, cache_dir: args.cache_dir.clone(), ..Settings::default() };
     settings.permissions.working_dirs = vec![std::env::current_dir()?.display().to_string()];
-    settings.cache_dir = args.cache_dir.clone();
     let host = Toolhost::builder().settings(settings, None).build().await?;
     if args.conformance {
         for tool in conformance_tools() {
