@@ -86,3 +86,36 @@ pub(crate) fn chunk_text(content: &[ContentBlock]) -> String {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(media_type: &str, bytes: &[u8], name: Option<&str>) -> ContentBlock {
+        ContentBlock::Data { id: None, media_type: media_type.into(), data: bytes.to_vec(), name: name.map(Into::into) }
+    }
+
+    fn json(block: &ContentBlock) -> serde_json::Value {
+        serde_json::to_value(mcp_content(block)).unwrap()
+    }
+
+    /// A guest names its data as it likes: the URI is only a label, the
+    /// content is exactly the guest's bytes (nothing is read from that URI).
+    #[test]
+    fn data_blocks_are_embedded_with_the_guests_bytes_only() {
+        let passwd = json(&data("text/plain", b"not the real file", Some("file:///etc/passwd")));
+        assert_eq!(passwd["type"], "resource");
+        assert_eq!(passwd["resource"]["uri"], "file:///etc/passwd");
+        assert_eq!(passwd["resource"]["text"], "not the real file");
+        let plain = json(&data("application/json", br#"{"a":1}"#, Some("report.json")));
+        assert_eq!(plain["resource"]["uri"], "toolhost://output/report.json");
+        assert_eq!(plain["resource"]["mimeType"], "application/json");
+        // Text that is not UTF-8, and binary types, travel as base64.
+        let bad = json(&data("text/plain", &[0xff, 0xfe], None));
+        assert_eq!(bad["resource"]["blob"], "//4=");
+        assert_eq!(bad["resource"]["uri"], "toolhost://output/data");
+        let zip = json(&data("application/zip", b"PK", None));
+        assert_eq!(zip["resource"]["blob"], "UEs=");
+        assert_eq!(json(&data("image/png", b"x", None))["type"], "image");
+    }
+}
