@@ -12,7 +12,7 @@ it is the bound, calls/s say more about the client than the server, and the
 server's CPU per call is the fairer comparison.
 
     target/mcp-venv/bin/python bench/mcp_serve_vs_fastmcp.py --toolhost target/release/toolhost \\
-        [--plugin greet.wasm] [--calls 2000] [--inflight 1,32] [--transports stdio,http] [--json OUT]
+        [--plugin greet.wasm] [--calls 2000] [--inflight 1,32] [--transports stdio,http] [--clients N] [--json OUT]
 
 Run it with the venv the MCP tests make (target/mcp-venv, mcp==2.3.0).
 """
@@ -146,6 +146,70 @@ async def measure(client, calls, inflight, warmup, server_pid):
     }
 
 
+async def worker_main(url, calls, inflight, warmup, mode):
+    """One of several client processes (--clients): connects, warms up,
+    says "ready", waits for "go" on stdin, runs its calls and prints its
+    latencies."""
+    http = httpx2.AsyncClient(timeout=120, limits=httpx2.Limits(max_connections=64, max_keepalive_connections=64))
+    async with Client(streamable_http_client(url, http_client=http), mode=mode) as c:
+        await c.list_tools()
+        for _ in range(warmup):
+            await c.call_tool("Greet", ARGS)
+        print("ready", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
+        latencies = []
+
+        async def one(n):
+            for _ in range(n):
+                t = time.perf_counter()
+                r = await c.call_tool("Greet", ARGS)
+                latencies.append(time.perf_counter() - t)
+                if r.is_error:
+                    raise RuntimeError(f"unexpected result: {r}")
+
+        share = [calls // inflight + (1 if i < calls % inflight else 0) for i in range(inflight)]
+        await asyncio.gather(*(one(n) for n in share))
+        print(json.dumps(latencies), flush=True)
+
+
+def run_clients(url, server_pid, inflight, opts):
+    """--clients N over HTTP: the calls and the calls in flight split over N
+    client processes, started together."""
+    n = opts.clients
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--worker", url, str(opts.calls // n), str(max(inflight // n, 1)),
+             str(opts.warmup), opts.mode],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        for _ in range(n)
+    ]
+    for p in procs:
+        if p.stdout.readline().strip() != "ready":
+            raise RuntimeError("a client process failed to start")
+    cpu_before = cpu_seconds(server_pid)
+    started = time.perf_counter()
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    latencies = []
+    for p in procs:
+        latencies += json.loads(p.stdout.readline())
+        p.wait()
+    wall = time.perf_counter() - started
+    cpu = cpu_seconds(server_pid) - cpu_before
+    latencies.sort()
+    calls = len(latencies)
+    return {
+        "calls": calls,
+        "server_cpu_us_per_call": cpu / calls * 1e6,
+        "calls_per_s": calls / wall,
+        "p50_ms": statistics.median(latencies) * 1000,
+        "p99_ms": latencies[min(calls - 1, int(calls * 0.99))] * 1000,
+        "peak_rss_mib": peak_rss_mib(server_pid),
+    }
+
+
 async def run_one(server, transport, inflight, opts):
     if transport == "stdio":
         cmd = toolhost_cmd(opts) if server == "toolhost" else fastmcp_cmd() + ["stdio"]
@@ -159,6 +223,12 @@ async def run_one(server, transport, inflight, opts):
             figures["peak_rss_mib"] = peak_rss_mib(pids[0])
         return figures
     proc, url = start_http(server, opts)
+    if opts.clients > 1:
+        try:
+            return run_clients(url, proc.pid, inflight, opts)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
     try:
         http = httpx2.AsyncClient(timeout=120, limits=httpx2.Limits(max_connections=64, max_keepalive_connections=64))
         async with Client(streamable_http_client(url, http_client=http), mode=opts.mode) as c:
@@ -175,6 +245,10 @@ async def run_one(server, transport, inflight, opts):
 
 
 def main():
+    if sys.argv[1:2] == ["--worker"]:
+        url, calls, inflight, warmup, mode = sys.argv[2:7]
+        asyncio.run(worker_main(url, int(calls), int(inflight), int(warmup), mode))
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--toolhost", required=True, help="the toolhost binary (a release build for figures)")
     ap.add_argument(
@@ -189,6 +263,12 @@ def main():
     ap.add_argument("--mode", default="auto", help="auto (2026-07-28) or legacy (2025-11-25)")
     ap.add_argument("--cache-dir", default=None, help="toolhost's compile cache (default: a temporary one)")
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument(
+        "--clients",
+        type=int,
+        default=1,
+        help="HTTP only: split the calls in flight over this many client processes (1: one client session)",
+    )
     opts = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     opts.cache_dir = opts.cache_dir or tmp.name
