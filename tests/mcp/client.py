@@ -20,6 +20,8 @@ prints one JSON object with what the client saw. Scenarios:
                                        adds a tool (trigger created) and unloads
                                        it (trigger removed); lists after each
 - tasks {calls: [[tool, args], ...]}   the calls in order on one client
+- listen_until_stop {ready}            2026-07-28: a tool-list subscription until the
+                                       stream ends; how it ended
 - stdio_stop {pid_file}                stdio: SIGTERM to the server during a call,
                                        then a new call, then the first call's answer
 - sessions {create, list}              HTTP, legacy: two sessions at once (one
@@ -355,7 +357,33 @@ async def scenario_stdio_stop(opts, p):
         return {"server": cmdline, "new": new, "slow": result_json(await slow)}
 
 
+async def scenario_listen_until_stop(opts, p):
+    """2026-07-28: listens for tool-list changes (creating `ready` once the
+    subscription is acknowledged) until the stream ends, and says how it
+    ended: "graceful" (the server's final result) or "lost"."""
+    from mcp.client.subscriptions import SubscriptionLost
+
+    out = {"ended": None}
+    try:
+        async with client(opts) as c:
+            async with c.listen(tools_list_changed=True) as sub:
+                open(p["ready"], "w").close()
+                try:
+                    async for _ in sub:
+                        pass
+                    out["ended"] = "graceful"
+                except SubscriptionLost as e:
+                    out.update(ended="lost", error=str(e))
+    except Exception as e:
+        # The server may be gone when the client closes: how the stream
+        # ended was seen before.
+        if out["ended"] is None:
+            out.update(ended="error", error=repr(e))
+    return out
+
+
 SCENARIOS = {
+    "listen_until_stop": scenario_listen_until_stop,
     "stdio_stop": scenario_stdio_stop,
     "sessions": scenario_sessions,
     "list_changed": scenario_list_changed,

@@ -219,3 +219,36 @@ fn mcp_sigterm_on_stdio_refuses_new_calls_and_finishes_the_running_one() {
     assert_eq!(r["slow"]["is_error"], false, "{r}");
     assert!(r["slow"]["text"].as_str().unwrap().contains("slow-ok"), "{r}");
 }
+
+/// 2026-07-28: a `subscriptions/listen` stream ends with its final result
+/// when the server stops (it would otherwise hold the stop for ever).
+#[test]
+fn mcp_sigterm_ends_listen_streams_gracefully() {
+    let Some(py) = mcp_python() else { return };
+    let scratch = Scratch::new();
+    let server = HttpServer::start(&scratch, &["--grace", "30"]);
+    let ready = scratch.work().join("listening");
+    let listener =
+        client_command(py, &scratch, &server.transport(None), "auto", "listen_until_stop", &json!({"ready": ready}))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    wait_for("the subscription", Duration::from_secs(60), || ready.exists());
+    let stopped_at = Instant::now();
+    // SAFETY: sends SIGTERM to the server this test started.
+    assert_eq!(unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) }, 0);
+    let out = listener.wait_with_output().unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("listener: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(r["ended"], "graceful", "{r}");
+    let mut server = server;
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(stopped_at.elapsed() < Duration::from_secs(20), "a listener held the stop");
+    };
+    assert_eq!(status.code(), Some(0));
+}
