@@ -273,6 +273,9 @@ pub struct ServeArgs {
     /// Largest HTTP request body in bytes [default: 4 MiB]
     #[arg(long, value_name = "BYTES", requires = "http")]
     pub max_body_bytes: Option<usize>,
+    /// On SIGINT/SIGTERM, how long running calls may finish before they are cancelled and their processes killed
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub grace: f64,
     /// Keep one named agent state (read cache, tasks) for every client, as `call --session` does;
     /// without it each MCP session has its own state, dropped when the session ends
     #[arg(long, value_name = "NAME")]

@@ -17,10 +17,15 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
     };
     let watcher = if args.watch || host.settings().watch { Some(watch(&host).await?) } else { None };
     let front = McpFront::new(host, store)?;
+    if !(args.grace.is_finite() && args.grace >= 0.0) {
+        bail!("--grace takes a number of seconds, 0 or more (got {})", args.grace);
+    }
+    let grace = std::time::Duration::from_secs_f64(args.grace);
     match args.http {
-        None => toolhost_mcp::serve_stdio(front, stopped()).await?,
+        None => toolhost_mcp::serve_stdio(front, grace, stopped()).await?,
         Some(addr) => {
             let mut options = HttpOptions::new(addr);
+            options.grace = grace;
             options.token = token(args.token, args.token_file.as_ref())?;
             options.allowed_origins = args.allowed_origins;
             options.allowed_hosts = args.allowed_hosts;

@@ -2,10 +2,8 @@
 //! and the sealed, single-use request state of 2026-07-28's multi-round-trip
 //! requests.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-use toolhost::sync::MutexExt;
+use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, EnumSchema};
 use rmcp::model::{RequestStateCodec, SealOptions};
@@ -15,6 +13,8 @@ use sha2::{Digest as _, Sha256};
 use toolhost::ask_user::{self, Questions, answers_result};
 use toolhost::permission::Decision;
 use toolhost::{ExternalResult, PermissionAnswer, PermissionRequest};
+
+use crate::session::NonceStore;
 
 /// The key of a permission ask in an `InputRequired` result.
 pub(crate) const PERMISSION: &str = "permission";
@@ -27,8 +27,6 @@ const DENY: &str = "deny";
 
 /// How long a sealed request state can be answered.
 const STATE_TTL: Duration = Duration::from_secs(600);
-/// The most rounds a client may have open at once (each holds one nonce).
-const MAX_PENDING: usize = 10_000;
 
 /// Whether "allow and remember" may be offered for `decision`.
 fn can_remember(decision: &Decision) -> bool {
@@ -221,18 +219,19 @@ pub(crate) struct RoundState {
 }
 
 /// Seals round states (HMAC-SHA256, bound to the tool and its arguments)
-/// and keeps each live round's nonce, consumed atomically on its answer.
+/// and issues each live round's nonce into the [`NonceStore`], consumed
+/// atomically on its answer.
 pub(crate) struct Rounds {
     codec: RequestStateCodec,
-    nonces: Mutex<HashMap<String, Instant>>,
+    nonces: Arc<dyn NonceStore>,
 }
 
 impl Rounds {
     /// A sealer with a fresh random key (states do not outlive the process).
-    pub(crate) fn new() -> anyhow::Result<Self> {
+    pub(crate) fn new(nonces: Arc<dyn NonceStore>) -> anyhow::Result<Self> {
         let key = random_bytes::<32>()?;
         let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|e| anyhow::anyhow!("request state key: {e}"))?;
-        Ok(Self { codec, nonces: Mutex::new(HashMap::new()) })
+        Ok(Self { codec, nonces })
     }
 
     /// Seals a round that asks `pending`, after `answers`.
@@ -244,15 +243,7 @@ impl Rounds {
         pending: Pending,
     ) -> anyhow::Result<String> {
         let nonce = hex::encode(random_bytes::<16>()?);
-        {
-            let mut nonces = self.nonces.lock_unpoisoned();
-            let now = Instant::now();
-            nonces.retain(|_, born| now.duration_since(*born) < STATE_TTL);
-            if nonces.len() >= MAX_PENDING {
-                anyhow::bail!("too many questions are waiting for answers; answer or abandon some first");
-            }
-            nonces.insert(nonce.clone(), now);
-        }
+        self.nonces.issue(&nonce, STATE_TTL)?;
         let state = RoundState { nonce, answers, pending };
         let payload = serde_json::to_vec(&state)?;
         let ad = associated_data(tool, args);
@@ -267,10 +258,10 @@ impl Rounds {
         let payload = self.codec.open_with(sealed, &ad).map_err(|e| format!("the request state is not valid: {e}"))?;
         let state: RoundState =
             serde_json::from_slice(&payload).map_err(|e| format!("the request state is not valid: {e}"))?;
-        let fresh = self.nonces.lock_unpoisoned().remove(&state.nonce);
-        match fresh {
-            Some(born) if born.elapsed() < STATE_TTL => Ok(state),
-            _ => Err("this request state was already answered or has expired; call the tool again".into()),
+        if self.nonces.consume(&state.nonce) {
+            Ok(state)
+        } else {
+            Err("this request state was already answered or has expired; call the tool again".into())
         }
     }
 }
@@ -291,7 +282,7 @@ mod tests {
 
     #[test]
     fn a_round_state_opens_once_and_only_for_its_call() {
-        let rounds = Rounds::new().unwrap();
+        let rounds = Rounds::new(Arc::new(crate::session::MemoryNonces::default())).unwrap();
         let args = json!({"command": "ls"});
         let pending = Pending::Permission { tool: "Bash".into(), input: digest(&args) };
         let sealed = rounds.seal("Bash", &args, vec![], pending.clone()).unwrap();

@@ -2,18 +2,22 @@
 
 use std::sync::Arc;
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitResult, Implementation, InputRequest, InputRequests,
     InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSendError};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use toolhost::{CallRequest, Toolhost};
 
 use crate::asks::{Answer, Rounds};
 use crate::call::{Asker, Driven, drive};
-use crate::session::{SessionGuard, SessionStore};
+use crate::changes::forward;
+use crate::session::{MemoryNonces, NonceStore, SessionGuard, SessionStore};
 use crate::tools::{error_result, mcp_tool};
 
 /// The session key of requests that carry no session (2026-07-28 is
@@ -32,20 +36,59 @@ struct Shared {
     host: Toolhost,
     store: Arc<dyn SessionStore>,
     rounds: Rounds,
+    /// Fired by [`McpFront::stop_new_work`]: no new calls, listeners end.
+    stopping: CancellationToken,
+    /// The calls running now.
+    calls: TaskTracker,
 }
 
 impl McpFront {
     /// A front for `host` whose sessions keep their state in `store`.
+    ///
+    /// The nonces that make sealed request states single-use are kept in
+    /// this process ([`MemoryNonces`]); [`McpFront::with_nonces`] shares
+    /// another store.
     pub fn new(host: Toolhost, store: Arc<dyn SessionStore>) -> anyhow::Result<Self> {
-        let shared = Arc::new(Shared { host, store: store.clone(), rounds: Rounds::new()? });
-        Ok(Self { session: Arc::new(SessionGuard { key: new_session_key(), store }), shared })
+        Self::with_nonces(host, store, Arc::new(MemoryNonces::default()))
+    }
+
+    /// A front for `host` whose sessions keep their state in `store` and
+    /// whose pending questions keep their nonces in `nonces`.
+    pub fn with_nonces(
+        host: Toolhost,
+        store: Arc<dyn SessionStore>,
+        nonces: Arc<dyn NonceStore>,
+    ) -> anyhow::Result<Self> {
+        let shared = Arc::new(Shared {
+            host,
+            store: store.clone(),
+            rounds: Rounds::new(nonces)?,
+            stopping: CancellationToken::new(),
+            calls: TaskTracker::new(),
+        });
+        Ok(Self { session: Arc::new(SessionGuard::new(new_session_key(), store)), shared })
     }
 
     /// The same host for a new MCP session, with a state of its own (the
     /// state ends when the last clone of the returned front is dropped).
     pub fn for_new_session(&self) -> Self {
-        let guard = SessionGuard { key: new_session_key(), store: self.shared.store.clone() };
+        let guard = SessionGuard::new(new_session_key(), self.shared.store.clone());
         Self { shared: self.shared.clone(), session: Arc::new(guard) }
+    }
+
+    /// The first step of a graceful stop: calls that arrive from now on are
+    /// refused, and `subscriptions/listen` streams end (their final result
+    /// is sent). Running calls go on.
+    pub fn stop_new_work(&self) {
+        self.shared.stopping.cancel();
+        self.shared.calls.close();
+    }
+
+    /// Waits until no call runs, at most `grace`; returns whether they all
+    /// finished (the rest are cancelled by the transport afterwards).
+    pub async fn drain(&self, grace: std::time::Duration) -> bool {
+        self.shared.calls.close();
+        tokio::time::timeout(grace, self.shared.calls.wait()).await.is_ok()
     }
 
     /// The host served.
@@ -73,7 +116,7 @@ fn can_elicit(ctx: &RequestContext<RoleServer>) -> bool {
 
 impl ServerHandler for McpFront {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "toolhost runs each tool as a sandboxed WebAssembly component; the user's permission rules decide \
@@ -95,12 +138,62 @@ impl ServerHandler for McpFront {
         Ok(ListToolsResult::with_all_items(infos.iter().map(mcp_tool).collect()))
     }
 
+    /// 2025-11-25 and earlier: once the client is initialised, each change
+    /// of the tool set is a `notifications/tools/list_changed` to it, until
+    /// the session ends or the server stops.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let changes = self.shared.host.tool_list_changes();
+        let until = self.session.ended.clone();
+        let stopping = self.shared.stopping.clone();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            forward(changes, [&until, &stopping], || {
+                let peer = peer.clone();
+                async move { peer.notify_tool_list_changed().await.is_ok() }
+            })
+            .await;
+        });
+    }
+
+    /// 2026-07-28: a `subscriptions/listen` for tool-list changes is
+    /// accepted (nothing else is served).
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        (requested.tools_list_changed == Some(true)).then(|| SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// Forwards each change of the tool set to this subscription until the
+    /// client closes it or the server stops.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let sink = context.sink().clone();
+        let closed = context.request_context().ct.clone();
+        forward(self.shared.host.tool_list_changes(), [&closed, &self.shared.stopping], || {
+            let sink = sink.clone();
+            async move {
+                match sink.notify_tool_list_changed().await {
+                    Ok(()) => true,
+                    Err(SubscriptionSendError::SubscriptionClosed) => false,
+                    Err(e) => {
+                        tracing::warn!("sending tools/list_changed failed: {e}");
+                        false
+                    }
+                }
+            }
+        })
+        .await;
+        Ok(())
+    }
+
     async fn call_tool(
         &self,
         params: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let host = &self.shared.host;
+        if self.shared.stopping.is_cancelled() {
+            return Ok(error_result("toolhost is stopping and takes no new calls; call again once it is back.").into());
+        }
+        // Counted until it returns: a graceful stop waits for it.
+        let _running = self.shared.calls.token();
         let tool = params.name.to_string();
         if !host.is_registered(&tool) {
             return Err(ErrorData::invalid_params(

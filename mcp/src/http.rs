@@ -19,12 +19,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::McpFront;
+use crate::{McpFront, SETTLE};
 
-/// How long a client may take to send a request's headers.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a client may take to send a request's body.
-const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most connections served at once; more are closed at once.
 const MAX_CONNECTIONS: usize = 512;
 
@@ -47,11 +43,16 @@ pub struct HttpOptions {
     /// How long running calls may finish after a stop before they are
     /// cancelled.
     pub grace: Duration,
+    /// How long a client may take to send a request's headers (also how
+    /// long an idle connection is kept).
+    pub header_timeout: Duration,
+    /// How long a client may take to send a request's body (then 408).
+    pub body_timeout: Duration,
 }
 
 impl HttpOptions {
     /// Options for `addr` with the defaults: no token, no browser origin,
-    /// 4 MiB bodies, 10 s grace.
+    /// 4 MiB bodies, 10 s grace, headers within 10 s, bodies within 30 s.
     pub fn new(addr: SocketAddr) -> Self {
         Self {
             addr,
@@ -60,6 +61,8 @@ impl HttpOptions {
             allowed_hosts: Vec::new(),
             max_body_bytes: 4 * 1024 * 1024,
             grace: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
         }
     }
 
@@ -82,11 +85,13 @@ impl HttpOptions {
 struct Guard {
     token: Option<String>,
     max_body_bytes: usize,
+    body_timeout: Duration,
 }
 
 /// Serves `front` over streamable HTTP at `/mcp` until `stop` resolves;
-/// then stops accepting, lets running requests finish for the grace
-/// period, and cancels what remains. `bound` is told the bound address
+/// then stops accepting connections and calls, lets running calls finish
+/// for the grace period, and cancels what remains (killing their
+/// processes). `bound` is told the bound address
 /// (useful with port 0).
 pub async fn serve_http(
     front: McpFront,
@@ -108,19 +113,28 @@ pub async fn serve_http(
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_cancellation_token(cancel.child_token());
-    let mcp =
-        StreamableHttpService::new(move || Ok(front.for_new_session()), LocalSessionManager::default().into(), config);
-    let guard = Arc::new(Guard { token: options.token.clone(), max_body_bytes: options.max_body_bytes });
+    let sessions = front.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(sessions.for_new_session()),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let guard = Arc::new(Guard {
+        token: options.token.clone(),
+        max_body_bytes: options.max_body_bytes,
+        body_timeout: options.body_timeout,
+    });
     let router =
         axum::Router::new().nest_service("/mcp", mcp).layer(axum::middleware::from_fn_with_state(guard, check_request));
     bound(addr);
-    accept(listener, router, options.grace, cancel, stop).await
+    accept(listener, router, &front, &options, cancel, stop).await
 }
 
 async fn accept(
     listener: tokio::net::TcpListener,
     router: axum::Router,
-    grace: Duration,
+    front: &McpFront,
+    options: &HttpOptions,
     cancel: CancellationToken,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<()> {
@@ -144,7 +158,7 @@ async fn accept(
         };
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_TIMEOUT)
+            .header_read_timeout(options.header_timeout)
             .serve_connection(TokioIo::new(stream), service.clone());
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
@@ -153,11 +167,17 @@ async fn accept(
         });
     }
     drop(listener);
-    // No new connections; running ones finish their request, then close.
-    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+    // No new connections or calls; connections close once answered.
+    front.stop_new_work();
+    let closing = tokio::spawn(graceful.shutdown());
+    if !front.drain(options.grace).await {
         tracing::warn!("calls still running after the grace period are cancelled");
     }
-    cancel.cancel();
+    if tokio::time::timeout(SETTLE, closing).await.is_err() {
+        // Streams that never end by themselves (a legacy client's GET
+        // stream, calls past the grace period) are closed now.
+        cancel.cancel();
+    }
     Ok(())
 }
 
@@ -179,7 +199,7 @@ async fn check_request(State(guard): State<Arc<Guard>>, request: Request, next: 
         }
     }
     let (parts, body) = request.into_parts();
-    let body = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, guard.max_body_bytes)).await {
+    let body = match tokio::time::timeout(guard.body_timeout, axum::body::to_bytes(body, guard.max_body_bytes)).await {
         Err(_) => return (StatusCode::REQUEST_TIMEOUT, "the request body took too long").into_response(),
         Ok(Err(_)) => {
             return (StatusCode::PAYLOAD_TOO_LARGE, format!("the request body is over {} bytes", guard.max_body_bytes))

@@ -14,6 +14,7 @@
 
 mod asks;
 mod call;
+mod changes;
 mod handler;
 pub mod http;
 pub mod session;
@@ -21,20 +22,50 @@ mod tools;
 
 pub use handler::McpFront;
 pub use http::{HttpOptions, serve_http};
-pub use session::{MemorySessions, NamedSession, SessionStore};
+pub use session::{MemoryNonces, MemorySessions, NamedSession, NonceStore, SessionStore};
 
 use anyhow::{Context as _, Result};
 use rmcp::ServiceExt as _;
 
+/// After a graceful stop's calls are done, how long their answers may take
+/// to reach the clients before the remaining streams are closed.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Serves `front` on stdin/stdout until the client closes the stream or
-/// `stop` resolves (SIGINT/SIGTERM in the CLI); running calls are cancelled
-/// (their processes killed) when it returns.
-pub async fn serve_stdio(front: McpFront, stop: impl std::future::Future<Output = ()>) -> Result<()> {
-    let service = front.serve(rmcp::transport::stdio()).await.context("starting the MCP stdio transport")?;
+/// `stop` resolves (SIGINT/SIGTERM in the CLI). After `stop`, new calls are
+/// refused and running ones get `grace` to finish; then the rest are
+/// cancelled (their processes killed).
+pub async fn serve_stdio(
+    front: McpFront,
+    grace: std::time::Duration,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<()> {
+    let service = front.clone().serve(rmcp::transport::stdio()).await.context("starting the MCP stdio transport")?;
     let cancel = service.cancellation_token();
+    let waiting = service.waiting();
+    tokio::pin!(waiting);
     tokio::select! {
-        r = service.waiting() => { r.context("the MCP stdio service failed")?; }
-        () = stop => cancel.cancel(),
+        r = &mut waiting => {
+            r.context("the MCP stdio service failed")?;
+            return Ok(());
+        }
+        () = stop => {}
     }
+    front.stop_new_work();
+    tokio::select! {
+        r = &mut waiting => {
+            r.context("the MCP stdio service failed")?;
+            return Ok(());
+        }
+        finished = front.drain(grace) => {
+            if !finished {
+                tracing::warn!("calls still running after the grace period are cancelled");
+            }
+        }
+    }
+    // The answers of calls that just finished reach the client first.
+    let _ = tokio::time::timeout(SETTLE, &mut waiting).await;
+    cancel.cancel();
+    let _ = waiting.await;
     Ok(())
 }

@@ -6,7 +6,8 @@ end-to-end tests (tests/tests/mcp_serve.rs).
 prints one JSON object with what the client saw. Scenarios:
 
 - list {}                              the listing
-- call {tool, args}                    a call with a progress callback
+- call {tool, args, server_stops?}     a call with a progress callback (server_stops:
+                                       the server may be gone once it answered)
 - elicit {tool, args, answer}          a call whose asks are answered `answer`
                                        (a choice, or {"q0": ...} for AskUser)
 - cancel {tool, args, after}           a call abandoned after `after` seconds
@@ -14,10 +15,24 @@ prints one JSON object with what the client saw. Scenarios:
 - parallel {tool, calls: [args, ...]}  the calls at once on one client
 - raw {body, headers}                  HTTP only: one POST as given, then a listing
 - raw_stdio {line}                     stdio only: one raw line, then a listing
+- list_changed {trigger}               listens for tool-list changes while the
+                                       fixture server (tests/src/bin/mcp_fixture.rs)
+                                       adds a tool (trigger created) and unloads
+                                       it (trigger removed); lists after each
+- tasks {calls: [[tool, args], ...]}   the calls in order on one client
+- listen_until_stop {ready}            2026-07-28: a tool-list subscription until the
+                                       stream ends; how it ended
+- stdio_stop {pid_file}                stdio: SIGTERM to the server during a call,
+                                       then a new call, then the first call's answer
+- sessions {create, list}              HTTP, legacy: two sessions at once (one
+                                       creates a task, both list), then a session
+                                       driven by hand and resumed on new connections
+                                       (create, list), then ended with DELETE
 """
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -27,7 +42,7 @@ import urllib.request
 import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import ElicitResult
+from mcp_types import ElicitResult, ToolListChangedNotification
 
 
 def parse_args(argv):
@@ -90,9 +105,20 @@ async def scenario_call(opts, p):
     async def on_progress(value, total, message):
         progress.append({"progress": value, "message": message})
 
-    async with client(opts) as c:
-        r = await c.call_tool(p["tool"], p["args"], progress_callback=on_progress)
-        return {**result_json(r), "progress": progress}
+    out = None
+    try:
+        async with client(opts) as c:
+            if p.get("server_stops"):
+                # The SDK lists the tools after a call unless it has them.
+                await c.list_tools()
+            r = await c.call_tool(p["tool"], p["args"], progress_callback=on_progress)
+            out = {**result_json(r), "progress": progress}
+    except Exception:
+        # With server_stops, the server may be gone when the client closes
+        # its session: the answer is what counts.
+        if out is None or not p.get("server_stops"):
+            raise
+    return out
 
 
 async def scenario_elicit(opts, p):
@@ -209,7 +235,159 @@ async def scenario_raw_stdio(opts, p):
         proc.kill()
 
 
+async def names(c):
+    return sorted(t.name for t in (await c.list_tools()).tools)
+
+
+async def scenario_list_changed(opts, p):
+    """Each change of the server's tool set is one notification to a listening
+    client (2026-07-28: on its subscriptions/listen stream; 2025-11-25: a
+    notification on the session), after which the listing shows it."""
+    trigger = p["trigger"]
+    steps = [lambda: open(trigger, "w").close(), lambda: os.remove(trigger)]
+    out = {"before": None, "after": []}
+    if opts["mode"] == "legacy":
+        changes = asyncio.Queue()
+
+        async def on_message(m):
+            if isinstance(m, ToolListChangedNotification):
+                changes.put_nowait(m)
+
+        async with client(opts, message_handler=on_message) as c:
+            out["before"] = await names(c)
+            for step in steps:
+                step()
+                await asyncio.wait_for(changes.get(), timeout=30)
+                out["after"].append(await names(c))
+    else:
+        async with client(opts) as c:
+            out["before"] = await names(c)
+            async with c.listen(tools_list_changed=True) as sub:
+                out["honored"] = bool(sub.honored.tools_list_changed)
+                events = sub.__aiter__()
+                for step in steps:
+                    step()
+                    await asyncio.wait_for(events.__anext__(), timeout=30)
+                    out["after"].append(await names(c))
+    return out
+
+
+async def scenario_tasks(opts, p):
+    async with client(opts) as c:
+        return {"results": [result_json(await c.call_tool(tool, args)) for tool, args in p["calls"]]}
+
+
+def raw_session(url, method, body=None, session=None):
+    """One HTTP request of a hand-driven legacy session; returns (status,
+    session id, the JSON-RPC reply or None)."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("Content-Type", "application/json")
+    req.add_header("Accept", "application/json, text/event-stream")
+    req.add_header("MCP-Protocol-Version", "2025-11-25")
+    if session:
+        req.add_header("Mcp-Session-Id", session)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            status, sid, text = resp.status, resp.headers.get("Mcp-Session-Id"), resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, None, None
+    reply = None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("data:") and line[5:].strip():
+            msg = json.loads(line[5:])
+            if "id" in msg:
+                reply = msg
+        elif line.startswith("{"):
+            reply = json.loads(line)
+    return status, sid or session, reply
+
+
+async def scenario_sessions(opts, p):
+    create, lister = p["create"], p["list"]
+    out = {}
+    async with client(opts) as a, client(opts) as b:
+        out["a_create"] = result_json(await a.call_tool(create[0], create[1]))
+        out["a_list"] = result_json(await a.call_tool(lister[0], lister[1]))
+        out["b_list"] = result_json(await b.call_tool(lister[0], lister[1]))
+    url = opts["http"]
+
+    def by_hand():
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+        }
+        _, sid, _ = raw_session(url, "POST", init)
+        raw_session(url, "POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+
+        def call(i, tool):
+            body = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": tool[0], "arguments": tool[1]}}
+            _, _, reply = raw_session(url, "POST", body, sid)
+            return "".join(c.get("text", "") for c in reply["result"]["content"])
+
+        made = call(2, create)
+        resumed = call(3, lister)  # a new connection with the same session id
+        deleted, _, _ = raw_session(url, "DELETE", None, sid)
+        return {"session": bool(sid), "created": made, "resumed_list": resumed, "deleted": deleted}
+
+    out["by_hand"] = await asyncio.to_thread(by_hand)
+    return out
+
+
+async def scenario_stdio_stop(opts, p):
+    """stdio: a slow call reports the server's pid (its shell's parent), the
+    client sends the server SIGTERM, then a new call (refused: stopping),
+    then collects the slow call's answer (inside the grace period)."""
+    import signal
+
+    pid_file = p["pid_file"]
+    async with client(opts) as c:
+        await c.list_tools()
+        slow = asyncio.ensure_future(c.call_tool("Bash", {"command": f"echo $PPID > {pid_file}; sleep 2; echo slow-ok"}))
+        while not (os.path.exists(pid_file) and open(pid_file).read().strip()):
+            await asyncio.sleep(0.05)
+        pid = int(open(pid_file).read())
+        cmdline = open(f"/proc/{pid}/cmdline").read().replace("\0", " ")
+        os.kill(pid, signal.SIGTERM)
+        await asyncio.sleep(0.3)
+        new = result_json(await c.call_tool("Bash", {"command": "echo new"}))
+        return {"server": cmdline, "new": new, "slow": result_json(await slow)}
+
+
+async def scenario_listen_until_stop(opts, p):
+    """2026-07-28: listens for tool-list changes (creating `ready` once the
+    subscription is acknowledged) until the stream ends, and says how it
+    ended: "graceful" (the server's final result) or "lost"."""
+    from mcp.client.subscriptions import SubscriptionLost
+
+    out = {"ended": None}
+    try:
+        async with client(opts) as c:
+            async with c.listen(tools_list_changed=True) as sub:
+                open(p["ready"], "w").close()
+                try:
+                    async for _ in sub:
+                        pass
+                    out["ended"] = "graceful"
+                except SubscriptionLost as e:
+                    out.update(ended="lost", error=str(e))
+    except Exception as e:
+        # The server may be gone when the client closes: how the stream
+        # ended was seen before.
+        if out["ended"] is None:
+            out.update(ended="error", error=repr(e))
+    return out
+
+
 SCENARIOS = {
+    "listen_until_stop": scenario_listen_until_stop,
+    "stdio_stop": scenario_stdio_stop,
+    "sessions": scenario_sessions,
+    "list_changed": scenario_list_changed,
+    "tasks": scenario_tasks,
     "list": scenario_list,
     "call": scenario_call,
     "elicit": scenario_elicit,

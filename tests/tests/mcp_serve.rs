@@ -3,106 +3,13 @@
 //! over stdio and streamable HTTP, in both protocol generations (`auto`
 //! negotiates 2026-07-28, `legacy` 2025-11-25 through `initialize`).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_e2e::{Scratch, mcp_python, root, toolhost_bin};
-
-const MODES: [&str; 2] = ["auto", "legacy"];
-
-/// How the client reaches the server.
-enum Transport {
-    Stdio(Vec<String>),
-    Http { url: String, token: Option<String> },
-}
-
-/// `toolhost serve` arguments for this scratch dir (shared compile cache).
-fn serve_args(extra: &[&str]) -> Vec<String> {
-    let mut args = vec![
-        toolhost_bin().display().to_string(),
-        "--cache-dir".to_string(),
-        root().join("target/test-cache").display().to_string(),
-        "serve".to_string(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
-}
-
-/// A `toolhost serve --http 127.0.0.1:0` process, killed when dropped.
-struct HttpServer {
-    child: Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start(scratch: &Scratch, extra: &[&str]) -> Self {
-        let args = serve_args(&[&["--http", "127.0.0.1:0"], extra].concat());
-        let mut child = Command::new(&args[0])
-            .args(&args[1..])
-            .current_dir(scratch.work())
-            .env("HOME", scratch.dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting toolhost serve --http");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let url = loop {
-            let line = lines.next().expect("toolhost serve exited before listening").expect("stderr line");
-            if let Some(url) = line.strip_prefix("toolhost serve: listening on ") {
-                break url.to_string();
-            }
-        };
-        // Keep draining stderr so the server never blocks on it.
-        std::thread::spawn(move || for _ in lines {});
-        HttpServer { child, url }
-    }
-
-    fn transport(&self, token: Option<&str>) -> Transport {
-        Transport::Http { url: self.url.clone(), token: token.map(str::to_string) }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Runs one scenario of `tests/mcp/client.py` and returns what it printed.
-fn client(python: &Path, scratch: &Scratch, transport: &Transport, mode: &str, scenario: &str, params: Value) -> Value {
-    let mut cmd = Command::new(python);
-    cmd.arg(root().join("tests/mcp/client.py"));
-    match transport {
-        Transport::Stdio(args) => {
-            cmd.arg("--stdio").args(args).arg("--");
-        }
-        Transport::Http { url, token } => {
-            cmd.args(["--http", url]);
-            if let Some(t) = token {
-                cmd.args(["--token", t]);
-            }
-        }
-    }
-    cmd.args(["--mode", mode, scenario, &params.to_string()]);
-    let out = cmd
-        .current_dir(scratch.work())
-        .env("HOME", scratch.dir.path())
-        .stdin(Stdio::null())
-        .output()
-        .expect("running the Python MCP client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "client {scenario} ({mode}) failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("client printed no JSON ({e}): {stdout}"))
-}
+use toolhost_e2e::mcp::{HttpServer, MODES, Transport, client, listed as tool, serve_args};
+use toolhost_e2e::{Scratch, mcp_python, toolhost_bin};
 
 /// Both transports for a server started with `extra`, each with both modes.
 fn each_transport(scratch: &Scratch, extra: &[&str], mut check: impl FnMut(&Transport, &str, &str)) {
@@ -114,15 +21,6 @@ fn each_transport(scratch: &Scratch, extra: &[&str], mut check: impl FnMut(&Tran
     for mode in MODES {
         check(&server.transport(None), mode, "http");
     }
-}
-
-fn tool<'a>(listing: &'a Value, name: &str) -> &'a Value {
-    listing["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
-        .unwrap_or_else(|| panic!("{name} not listed"))
 }
 
 #[test]

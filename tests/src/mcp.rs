@@ -1,0 +1,201 @@
+//! Helpers for the MCP tests: servers (`toolhost serve`, or the fixture
+//! server `tests/src/bin/mcp_fixture.rs` that embeds `toolhost_mcp`), and
+//! the real client, the Python SDK (`mcp` 2.3.0) through
+//! `tests/mcp/client.py`.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use crate::{Scratch, root, toolhost_bin};
+
+/// The two protocol generations the client speaks: `auto` negotiates
+/// 2026-07-28, `legacy` 2025-11-25 through `initialize`.
+pub const MODES: [&str; 2] = ["auto", "legacy"];
+
+/// How the client reaches the server.
+pub enum Transport {
+    /// The client starts this command and speaks over its stdin/stdout.
+    Stdio(Vec<String>),
+    /// Streamable HTTP at `url`, with a bearer token or none.
+    Http {
+        /// `http://127.0.0.1:PORT/mcp`.
+        url: String,
+        /// Sent as `Authorization: Bearer T`.
+        token: Option<String>,
+    },
+}
+
+/// `toolhost serve` arguments (shared compile cache), `extra` after `serve`.
+pub fn serve_args(extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        toolhost_bin().display().to_string(),
+        "--cache-dir".to_string(),
+        root().join("target/test-cache").display().to_string(),
+        "serve".to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+/// An HTTP server process that printed `…listening on URL` on stderr,
+/// killed when dropped.
+pub struct HttpServer {
+    /// The process.
+    pub child: Child,
+    /// Its `/mcp` URL.
+    pub url: String,
+}
+
+impl HttpServer {
+    /// `toolhost serve --http 127.0.0.1:0 extra…` in `scratch`.
+    pub fn start(scratch: &Scratch, extra: &[&str]) -> Self {
+        Self::spawn(scratch, &serve_args(&[&["--http", "127.0.0.1:0"], extra].concat()))
+    }
+
+    /// Runs `args` (program first) in `scratch` and waits for its URL.
+    pub fn spawn(scratch: &Scratch, args: &[String]) -> Self {
+        let mut child = Command::new(&args[0])
+            .args(&args[1..])
+            .current_dir(scratch.work())
+            .env("HOME", scratch.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", args[0]));
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let url = loop {
+            let line = lines.next().expect("the server exited before listening").expect("stderr line");
+            if let Some((_, url)) = line.split_once(": listening on ") {
+                break url.to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on it.
+        std::thread::spawn(move || for _ in lines {});
+        HttpServer { child, url }
+    }
+
+    /// The transport to this server.
+    pub fn transport(&self, token: Option<&str>) -> Transport {
+        Transport::Http { url: self.url.clone(), token: token.map(str::to_string) }
+    }
+
+    /// `host:port` of the server.
+    pub fn addr(&self) -> String {
+        self.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The command line of one client run: `tests/mcp/client.py` for
+/// `scenario` with `params`.
+pub fn client_command(
+    python: &Path,
+    scratch: &Scratch,
+    transport: &Transport,
+    mode: &str,
+    scenario: &str,
+    params: &Value,
+) -> Command {
+    let mut cmd = Command::new(python);
+    cmd.arg(root().join("tests/mcp/client.py"));
+    match transport {
+        Transport::Stdio(args) => {
+            cmd.arg("--stdio").args(args).arg("--");
+        }
+        Transport::Http { url, token } => {
+            cmd.args(["--http", url]);
+            if let Some(t) = token {
+                cmd.args(["--token", t]);
+            }
+        }
+    }
+    cmd.args(["--mode", mode, scenario, &params.to_string()]);
+    cmd.current_dir(scratch.work()).env("HOME", scratch.dir.path()).stdin(Stdio::null());
+    cmd
+}
+
+/// Runs one scenario of `tests/mcp/client.py` and returns what it printed.
+pub fn client(
+    python: &Path,
+    scratch: &Scratch,
+    transport: &Transport,
+    mode: &str,
+    scenario: &str,
+    params: Value,
+) -> Value {
+    let out = client_command(python, scratch, transport, mode, scenario, &params)
+        .output()
+        .expect("running the Python MCP client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client {scenario} ({mode}) failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("client printed no JSON ({e}): {stdout}"))
+}
+
+/// The tool named `name` in a `list` scenario's output.
+pub fn listed<'a>(listing: &'a Value, name: &str) -> &'a Value {
+    listing["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not listed"))
+}
+
+/// The pinned MCP conformance suite. 0.1.10 is the newest that runs on
+/// Node 20 (0.1.16 needs `fs.globSync`).
+pub const CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.10";
+
+/// The conformance suite's entry point (`dist/index.js`), installed with
+/// npm into `target/mcp-conformance` the first time. `None` (the test
+/// skips) when Node, npm or the npm registry is missing, except under
+/// `CI=true`, where that fails the test.
+pub fn conformance_suite() -> Option<&'static Path> {
+    static SUITE: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    SUITE
+        .get_or_init(|| {
+            let dir = root().join("target/mcp-conformance");
+            let entry = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+            let ready = dir.join(".conformance-0.1.10");
+            if ready.exists() && entry.exists() {
+                return Some(entry);
+            }
+            let node = Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
+            let made = node
+                && std::fs::create_dir_all(&dir).is_ok()
+                && Command::new("npm")
+                    .args(["install", "--no-audit", "--no-fund", "--save-exact", "--prefix"])
+                    .arg(&dir)
+                    .arg(CONFORMANCE)
+                    .stdout(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+                && entry.exists();
+            if made {
+                std::fs::write(&ready, "").expect("marking the conformance suite installed");
+                return Some(entry);
+            }
+            assert!(
+                std::env::var("CI").is_err(),
+                "could not install {CONFORMANCE} into {} (node 20 and npm, and the npm registry, are needed; \
+                 .ci/run installs them)",
+                dir.display()
+            );
+            eprintln!("skipped: no node/npm to install {CONFORMANCE}");
+            None
+        })
+        .as_deref()
+}
