@@ -67,13 +67,16 @@ pub struct LockedPlugin {
 }
 
 impl LockFile {
-    /// Reads `path`; `Ok(None)` when there is no such file. A file of
+    /// Reads `path`; `Ok(None)` when there is no such file (also when a
+    /// folder on its path is a file: nothing can be locked there). A file of
     /// another format version, or one that does not parse, is an error
     /// naming the file and the fix.
     pub fn load(path: &Path) -> Result<Option<Self>> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+                return Ok(None);
+            }
             Err(e) => return Err(e).with_context(|| format!("reading the lock file {}", path.display())),
         };
         let lock: LockFile = toml::from_str(&text).with_context(|| {
@@ -128,6 +131,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOCK_FILE);
         assert_eq!(LockFile::load(&path).unwrap(), None);
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(LockFile::load(&file.join(LOCK_FILE)).unwrap(), None, "a folder on the path that is a file");
         let lock = LockFile {
             version: LOCK_VERSION,
             plugins: vec![LockedPlugin {
