@@ -34,7 +34,9 @@ use anyhow::{Context as _, Result, bail};
 use crate::backend::{Backend, BackendFactories, BackendSetup};
 use crate::capability::{Grants, Phase, PhaseGrants, Policy};
 use crate::catalog::builtin::Builtin;
+use crate::catalog::group::ToolGroups;
 use crate::catalog::registry::{Entry, Registry};
+use crate::catalog::skill::Skills;
 use crate::catalog::tool::{LoadError, LookupError, Origin, ToolInfo};
 use crate::execution::component::{load_builtin, load_component};
 use crate::execution::loaded::LoadedTool;
@@ -52,6 +54,7 @@ mod call;
 mod function;
 mod middleware;
 mod replace;
+mod toolkit;
 
 pub use call::tool_error_text;
 pub use replace::Replacement;
@@ -196,6 +199,10 @@ impl ToolhostBuilder {
                 self.factories.make(&settings.backend.kind, &setup)?
             }
         };
+        let groups = Arc::new(ToolGroups::from_settings(&settings.groups).map_err(anyhow::Error::msg)?);
+        // Malformed skill folders are skipped, not fatal: front ends show
+        // `skill_problems`.
+        let skills = Arc::new(Skills::scan(&settings.skills.dirs));
         let context_dirs = context_dirs(&working_dirs);
         let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
         let middleware_configs = settings
@@ -220,8 +227,12 @@ impl ToolhostBuilder {
                 protected,
                 settings,
                 middleware: Default::default(),
+                groups,
+                skills,
             }),
         };
+        // Before any plugin, so none can take a meta tool's name.
+        host.register_meta_tools()?;
         if host.inner.settings.builtins {
             host.register_builtins()?;
         }
@@ -263,6 +274,10 @@ struct Inner {
     settings: Settings,
     /// Loaded middleware and which tools it is attached to.
     middleware: MiddlewareRegistry,
+    /// The tool groups of `[groups.NAME]`.
+    groups: Arc<ToolGroups>,
+    /// The skills of `[skills] dirs`.
+    skills: Arc<Skills>,
 }
 
 /// A host for tool components. Cheap to clone; clones share everything.

@@ -14,6 +14,8 @@ prints one JSON object with what the client saw. Scenarios:
 - parallel {tool, calls: [args, ...]}  the calls at once on one client
 - raw {body, headers}                  HTTP only: one POST as given, then a listing
 - raw_stdio {line}                     stdio only: one raw line, then a listing
+- groups {tool, args, groups}          list, call `tool`, reset_tools(groups), list and call
+                                       again on one client, noting list_changed notifications
 """
 
 import asyncio
@@ -209,7 +211,38 @@ async def scenario_raw_stdio(opts, p):
         proc.kill()
 
 
+async def scenario_groups(opts, p):
+    seen = []
+
+    async def on_message(message):
+        seen.append(f"{type(message).__name__} {message!r}"[:500])
+
+    async with client(opts, message_handler=on_message) as c:
+        before = (await c.list_tools()).tools
+        inactive = await c.call_tool(p["tool"], p["args"])
+        reset = await c.call_tool("reset_tools", p["groups"])
+        # A notification sent during the call arrives before its result;
+        # give a slow transport a moment all the same.
+        await asyncio.sleep(0.2)
+        after = (await c.list_tools()).tools
+        active = await c.call_tool(p["tool"], p["args"])
+        return {
+            "before": [t.name for t in before],
+            "schema": next(
+                (t.model_dump(by_alias=True, mode="json")["inputSchema"] for t in before if t.name == "reset_tools"),
+                None,
+            ),
+            "inactive": result_json(inactive),
+            "reset": result_json(reset),
+            "after": [t.name for t in after],
+            "active": result_json(active),
+            "list_changed": sum(1 for s in seen if "list_changed" in s or "ListChanged" in s),
+            "seen": seen,
+        }
+
+
 SCENARIOS = {
+    "groups": scenario_groups,
     "list": scenario_list,
     "call": scenario_call,
     "elicit": scenario_elicit,

@@ -9,6 +9,8 @@ use toolhost::response::ToolResponse;
 use toolhost::settings::Settings;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 
+pub mod mcp_client;
+
 /// The `rg` flags AgentScope's Grep builds (spec §6.6) before its mode
 /// flags and the search path: the peer the Grep tool is compared with, in
 /// the conformance tests and the file-tools bench.
