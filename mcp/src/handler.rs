@@ -132,10 +132,11 @@ impl ServerHandler for McpFront {
         let driven = drive(host, request, &ctx, asker).await;
         // `reset_tools` changed what this session is offered: tell its
         // client (a 2026-07-28 client hears of it on `subscriptions/listen`).
-        if group_changes.has_changed().unwrap_or(false) && !modern {
-            if let Err(e) = ctx.peer.notify_tool_list_changed().await {
-                tracing::warn!("telling the client its tool list changed failed: {e}");
-            }
+        if group_changes.has_changed().unwrap_or(false)
+            && !modern
+            && let Err(e) = ctx.peer.notify_tool_list_changed().await
+        {
+            tracing::warn!("telling the client its tool list changed failed: {e}");
         }
         if let Err(e) = self.shared.store.save(&key, &state) {
             tracing::warn!("saving the session state failed: {e:#}");

@@ -184,3 +184,30 @@ fn mcp_offers_only_active_groups_and_tells_the_client_when_they_change() {
         }
     });
 }
+
+/// A plugin granted `state` writes every key the active groups could live
+/// under: the session's groups stay as they were, and what the session is
+/// offered and may call does not change.
+#[test]
+fn a_plugin_with_state_cannot_turn_a_group_on() {
+    let scratch = Scratch::new();
+    scratch.settings_file(&settings_text());
+    let hijack = toolhost_e2e::guest("group-hijack");
+    let hijack = hijack.to_str().unwrap();
+    let with = |args: &[&str]| {
+        let mut all = vec!["--plugin", hijack, "--grant", "GroupHijack=state", "--allow", "GroupHijack"];
+        all.extend_from_slice(args);
+        scratch.cli(&all)
+    };
+    let out = with(&["call", "--session", "h", "GroupHijack", r#"{"groups":["people","files"]}"#]);
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.contains("stored active_groups, activated_groups, tool_context"), "{stdout}\n{stderr}");
+    let listed = names(&serde_json::from_str(&text(&with(&["list", "--session", "h", "--json"])).0).unwrap());
+    assert!(!listed.contains(&"Greet".to_string()) && !listed.contains(&"Read".to_string()), "{listed:?}");
+    let out = with(&["call", "--session", "h", "Greet", r#"{"name":"x"}"#]);
+    assert!(text(&out).0.contains("ToolGroupInactiveError"), "{:?}", text(&out));
+    let saved = std::fs::read_to_string(scratch.cli_sessions().join("h.json")).unwrap();
+    let saved: Value = serde_json::from_str(&saved).unwrap();
+    assert!(saved.get("active_groups").is_none(), "{saved}");
+    assert!(!saved["values"]["active_groups"].is_null(), "the plugin's write is only a value: {saved}");
+}
