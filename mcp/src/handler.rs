@@ -131,7 +131,9 @@ impl ServerHandler for McpFront {
         let request = CallRequest::new(&tool, args.to_string()).session(state.clone());
         let driven = drive(host, request, &ctx, asker).await;
         // `reset_tools` changed what this session is offered: tell its
-        // client (a 2026-07-28 client hears of it on `subscriptions/listen`).
+        // client. (2026-07-28 forbids this mid-request message; its
+        // `subscriptions/listen` would watch the sessionless state's
+        // `group_changes` instead.)
         if group_changes.has_changed().unwrap_or(false)
             && !modern
             && let Err(e) = ctx.peer.notify_tool_list_changed().await
