@@ -203,6 +203,9 @@ impl Global {
         for tool in host.rules_for_unknown_tools() {
             eprintln!("warning: permission rules name the tool '{tool}', which is not loaded");
         }
+        for problem in host.skill_problems() {
+            eprintln!("warning: {} (skipped)", crate::shown::line(problem));
+        }
         Ok(host)
     }
 }
@@ -310,6 +313,9 @@ pub struct ListArgs {
     /// Print JSON instead of a table
     #[arg(long)]
     pub json: bool,
+    /// List what this session is offered: `basic` and the tool groups its `reset_tools` activated
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
 }
 
 #[derive(Args, Debug)]

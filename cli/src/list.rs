@@ -11,7 +11,11 @@ use crate::out::outln;
 
 pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
     let host = global.host().await?;
-    let tools = host.list().await?;
+    let session = match &args.session {
+        Some(name) => Some(super::call::open_session(host.settings(), name)?),
+        None => None,
+    };
+    let tools = host.available(session.as_deref()).await?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&tools)?);
         return Ok(exit::OK);
@@ -25,6 +29,15 @@ pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
         outln!("{:width$}  {:5}  {:8}  {:8}  {summary}", line(&t.name), flags(t), origin(t), caps(t));
     }
     outln!("\nflags: r read-only, c concurrency-safe, x external, s state-injected");
+    let groups = host.groups().groups();
+    if !groups.is_empty() {
+        let active = session.as_deref().unwrap_or(host.state()).active_groups();
+        outln!("\nGROUPS (turned on and off with reset_tools; `basic`, every other tool, is always on)");
+        for g in groups {
+            let on = if active.contains(&g.name) { "on " } else { "off" };
+            outln!("{}  {on}  {}  ({})", line(&g.name), line(&g.description), line(&g.tools.join(", ")));
+        }
+    }
     let middleware = host.middleware();
     if !middleware.is_empty() {
         outln!("\nMIDDLEWARE");

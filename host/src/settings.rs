@@ -44,6 +44,14 @@
 //! "*" = ["retry"]
 //! [middleware.retry]                  # a middleware's own settings
 //! max_attempts = 5
+//!
+//! [groups.web]                        # a tool group, offered once reset_tools activates it
+//! description = "Fetching and searching the web"
+//! instructions = "Cite every page you quote."
+//! tools = ["Fetch", "Search"]
+//!
+//! [skills]                            # folders with a SKILL.md, read with the Skill tool
+//! dirs = ["skills/"]
 //! ```
 
 use std::collections::BTreeMap;
@@ -159,6 +167,33 @@ pub struct Settings {
     /// Refuse every plugin and middleware whose SHA-256 is not in the lock
     /// file, on load and on reload (as `--locked`).
     pub locked: bool,
+    /// Tool groups (`[groups.NAME]`), in name order; tools in none are in
+    /// the always-active group `basic`.
+    pub groups: BTreeMap<String, GroupSettings>,
+    /// Where skills are found (`[skills]`).
+    pub skills: SkillSettings,
+}
+
+/// One `[groups.NAME]` table: a group of tools the model turns on and off
+/// with `reset_tools`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GroupSettings {
+    /// What the group is for (the description of its `reset_tools` switch).
+    pub description: String,
+    /// Told to the model when the group is activated.
+    pub instructions: Option<String>,
+    /// The names of its tools.
+    pub tools: Vec<String>,
+}
+
+/// The `[skills]` table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SkillSettings {
+    /// Directories whose sub-folders with a `SKILL.md` are skills
+    /// (relative paths are relative to the settings file).
+    pub dirs: Vec<PathBuf>,
 }
 
 /// The key of [`MiddlewareSettings::attach`] meaning "every tool".
@@ -267,6 +302,8 @@ impl Default for Settings {
             watch: false,
             lock_file: None,
             locked: false,
+            groups: BTreeMap::new(),
+            skills: SkillSettings::default(),
         }
     }
 }
@@ -323,6 +360,7 @@ impl Settings {
         self.plugins.iter_mut().for_each(fix);
         self.plugin_dirs.iter_mut().for_each(fix);
         self.read_roots.iter_mut().for_each(fix);
+        self.skills.dirs.iter_mut().for_each(fix);
         self.middleware.resolve_relative(base);
         if let Some(p) = self.cache_dir.as_mut() {
             fix(p);
@@ -525,6 +563,20 @@ mod tests {
         assert_eq!(s.middleware.config("logging"), serde_json::json!({}));
         let bad = toml::from_str::<Settings>("[middleware]\nfile = [\"r.wasm\"]\n").unwrap_err().to_string();
         assert!(bad.contains("unknown key") && bad.contains("[middleware.file]"), "{bad}");
+    }
+
+    #[test]
+    fn groups_and_skills_are_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        let text = "[groups.web]\ndescription = \"d\"\ntools = [\"Fetch\"]\n[skills]\ndirs = [\"sk\"]\n";
+        std::fs::write(&path, text).unwrap();
+        let s = Settings::load(&path).unwrap();
+        assert_eq!(s.groups["web"].tools, vec!["Fetch".to_string()]);
+        assert_eq!(s.groups["web"].instructions, None);
+        assert_eq!(s.skills.dirs, vec![dir.path().join("sk")]);
+        let bad = toml::from_str::<Settings>("[groups.web]\ntool = []\n").unwrap_err().to_string();
+        assert!(bad.contains("tool"), "{bad}");
     }
 
     #[test]

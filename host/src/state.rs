@@ -42,6 +42,12 @@ pub struct StateData {
     pub read_cache: Vec<CachedFile>,
     /// Named JSON values (`tasks`, ...).
     pub values: BTreeMap<String, serde_json::Value>,
+    /// The tool groups `reset_tools` activated, in the order it named them
+    /// (AgentScope's `tool_context.activated_groups`). Kept apart from
+    /// `values`, which tools with the `state` capability may write: no
+    /// tool but `reset_tools` changes what the model is offered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub active_groups: Vec<String>,
 }
 
 /// A `set` refused because the state would pass its [`StateBounds`].
@@ -79,6 +85,20 @@ pub struct AgentState {
     /// under the `data` lock.
     value_bytes: AtomicU64,
     file: Option<PathBuf>,
+    /// Bumped each time [`AgentState::set_active_groups`] changes the set.
+    group_changes: GroupChanges,
+}
+
+/// The per-session change signal of the active tool groups: a `watch`
+/// channel of a generation number (a slow reader sees the newest, never a
+/// backlog).
+#[derive(Debug)]
+struct GroupChanges(tokio::sync::watch::Sender<u64>);
+
+impl Default for GroupChanges {
+    fn default() -> Self {
+        Self(tokio::sync::watch::Sender::new(0))
+    }
 }
 
 /// How large the named values may grow ([`AgentState::set`]).
@@ -138,7 +158,36 @@ impl AgentState {
 
     fn with_data(data: StateData, file: Option<PathBuf>) -> Self {
         let bytes = data.values.iter().map(|(k, v)| value_size(k, v)).sum();
-        Self { data: Mutex::new(data), value_bytes: AtomicU64::new(bytes), file }
+        Self { data: Mutex::new(data), value_bytes: AtomicU64::new(bytes), file, group_changes: Default::default() }
+    }
+
+    /// The active tool groups besides `basic`, in the order they were
+    /// activated.
+    pub fn active_groups(&self) -> Vec<String> {
+        self.lock().active_groups.clone()
+    }
+
+    /// Makes `groups` the active tool groups (the final state, as
+    /// `reset_tools` takes it); returns whether that changed the set, in
+    /// which case every [`AgentState::group_changes`] receiver sees a new
+    /// generation.
+    pub fn set_active_groups(&self, groups: Vec<String>) -> bool {
+        let mut data = self.lock();
+        let same_set =
+            data.active_groups.len() == groups.len() && data.active_groups.iter().all(|g| groups.contains(g));
+        data.active_groups = groups;
+        drop(data);
+        if !same_set {
+            self.group_changes.0.send_modify(|generation| *generation += 1);
+        }
+        !same_set
+    }
+
+    /// Tells of every change to this session's active tool groups from now
+    /// on (its tool listing changes with them): front ends send the
+    /// session's MCP client `notifications/tools/list_changed`.
+    pub fn group_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.group_changes.0.subscribe()
     }
 
     /// The bytes the named values hold ([`value_size`] summed).
@@ -308,14 +357,30 @@ mod tests {
     }
 
     #[test]
+    fn active_groups_signal_a_change_of_the_set_only() {
+        let s = AgentState::new();
+        let mut changes = s.group_changes();
+        assert!(s.set_active_groups(vec!["a".into(), "b".into()]));
+        assert!(changes.has_changed().unwrap());
+        changes.mark_unchanged();
+        assert!(!s.set_active_groups(vec!["b".into(), "a".into()]), "the same set in another order");
+        assert!(!changes.has_changed().unwrap());
+        assert_eq!(s.active_groups(), vec!["b".to_string(), "a".to_string()]);
+        assert!(s.set_active_groups(Vec::new()));
+        assert!(changes.has_changed().unwrap());
+    }
+
+    #[test]
     fn round_trips_through_its_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");
         let s = AgentState::open(&path).unwrap();
         s.set("tasks", serde_json::json!([{"id": "1"}]), StateBounds::NONE).unwrap();
+        s.set_active_groups(vec!["web".into()]);
         s.save().unwrap();
         let again = AgentState::open(&path).unwrap();
         assert_eq!(again.get("tasks"), Some(serde_json::json!([{"id": "1"}])));
+        assert_eq!(again.active_groups(), vec!["web".to_string()]);
     }
 
     #[test]

@@ -34,7 +34,9 @@ use anyhow::{Context as _, Result, bail};
 use crate::backend::{Backend, BackendFactories, BackendSetup};
 use crate::capability::{Grants, Phase, PhaseGrants, Policy};
 use crate::catalog::builtin::Builtin;
+use crate::catalog::group::ToolGroups;
 use crate::catalog::registry::{Entry, Registry};
+use crate::catalog::skill::Skills;
 use crate::catalog::tool::{LoadError, LookupError, Origin, ToolInfo};
 use crate::execution::component::{load_builtin, load_component};
 use crate::execution::loaded::LoadedTool;
@@ -55,6 +57,7 @@ mod pinned;
 pub(crate) mod reload;
 mod replace;
 pub(crate) mod watch;
+mod toolkit;
 
 pub use call::tool_error_text;
 pub use replace::Replacement;
@@ -203,6 +206,10 @@ impl ToolhostBuilder {
         };
         let lock_path = settings.lock_path(self.settings_path.as_deref());
         let lock = pinned::read_lock(&lock_path, settings.locked)?;
+        let groups = Arc::new(ToolGroups::from_settings(&settings.groups).map_err(anyhow::Error::msg)?);
+        // Malformed skill folders are skipped, not fatal: front ends show
+        // `skill_problems`.
+        let skills = Arc::new(Skills::scan(&settings.skills.dirs));
         let context_dirs = context_dirs(&working_dirs);
         let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
         let middleware_configs = settings
@@ -229,8 +236,12 @@ impl ToolhostBuilder {
                 middleware: Default::default(),
                 lock: RwLock::new(lock),
                 lock_path,
+                groups,
+                skills,
             }),
         };
+        // Before any plugin, so none can take a meta tool's name.
+        host.register_meta_tools()?;
         if host.inner.settings.builtins {
             host.register_builtins()?;
         }
@@ -275,6 +286,10 @@ struct Inner {
     /// `toolhost.lock` as last read (`None`: there is none), and where.
     lock: RwLock<Option<Arc<crate::lockfile::LockFile>>>,
     lock_path: PathBuf,
+    /// The tool groups of `[groups.NAME]`.
+    groups: Arc<ToolGroups>,
+    /// The skills of `[skills] dirs`.
+    skills: Arc<Skills>,
 }
 
 /// A host for tool components. Cheap to clone; clones share everything.

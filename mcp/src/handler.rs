@@ -127,12 +127,14 @@ impl ServerHandler for McpFront {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // Only `basic` and the session's active tool groups are offered.
+        let state = self.session_state(&self.state_key(&ctx))?;
         let infos = self
             .shared
             .host
-            .list()
+            .available(Some(&state))
             .await
             .map_err(|e| ErrorData::internal_error(format!("loading the tools failed: {e}"), None))?;
         Ok(ListToolsResult::with_all_items(infos.iter().map(mcp_tool).collect()))
@@ -216,14 +218,21 @@ impl ServerHandler for McpFront {
             (true, true) => Asker::Rounds(&answers),
             (false, true) => Asker::Elicit,
         };
-        let key = if modern { SESSIONLESS.to_string() } else { self.session.key.clone() };
-        let state = self
-            .shared
-            .store
-            .open(&key)
-            .map_err(|e| ErrorData::internal_error(format!("opening the session state: {e:#}"), None))?;
+        let key = self.state_key(&ctx);
+        let state = self.session_state(&key)?;
+        let group_changes = state.group_changes();
         let request = CallRequest::new(&tool, args.to_string()).session(state.clone());
         let driven = drive(host, request, &ctx, asker).await;
+        // `reset_tools` changed what this session is offered: tell its
+        // client. (2026-07-28 forbids this mid-request message; its
+        // `subscriptions/listen` would watch the sessionless state's
+        // `group_changes` instead.)
+        if group_changes.has_changed().unwrap_or(false)
+            && !modern
+            && let Err(e) = ctx.peer.notify_tool_list_changed().await
+        {
+            tracing::warn!("telling the client its tool list changed failed: {e}");
+        }
         if let Err(e) = self.shared.store.save(&key, &state) {
             tracing::warn!("saving the session state failed: {e:#}");
         }
@@ -245,6 +254,20 @@ impl ServerHandler for McpFront {
 }
 
 impl McpFront {
+    /// The key of the agent state a request uses: its MCP session's, or the
+    /// one shared by sessionless (2026-07-28) requests.
+    fn state_key(&self, ctx: &RequestContext<RoleServer>) -> String {
+        if is_2026(ctx) { SESSIONLESS.to_string() } else { self.session.key.clone() }
+    }
+
+    /// The agent state under `key`.
+    fn session_state(&self, key: &str) -> Result<Arc<toolhost::state::AgentState>, ErrorData> {
+        self.shared
+            .store
+            .open(key)
+            .map_err(|e| ErrorData::internal_error(format!("opening the session state: {e:#}"), None))
+    }
+
     /// The answers so far of a 2026-07-28 retry: opens its sealed state
     /// (consuming the round's nonce) and adds the client's answer to the
     /// round's question.

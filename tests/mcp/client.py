@@ -28,6 +28,8 @@ prints one JSON object with what the client saw. Scenarios:
                                        creates a task, both list), then a session
                                        driven by hand and resumed on new connections
                                        (create, list), then ended with DELETE
+- groups {tool, args, groups}          list, call `tool`, reset_tools(groups), list and call
+                                       again on one client, noting list_changed notifications
 """
 
 import asyncio
@@ -382,12 +384,43 @@ async def scenario_listen_until_stop(opts, p):
     return out
 
 
+async def scenario_groups(opts, p):
+    seen = []
+
+    async def on_message(message):
+        seen.append(f"{type(message).__name__} {message!r}"[:500])
+
+    async with client(opts, message_handler=on_message) as c:
+        before = (await c.list_tools()).tools
+        inactive = await c.call_tool(p["tool"], p["args"])
+        reset = await c.call_tool("reset_tools", p["groups"])
+        # A notification sent during the call arrives before its result;
+        # give a slow transport a moment all the same.
+        await asyncio.sleep(0.2)
+        after = (await c.list_tools()).tools
+        active = await c.call_tool(p["tool"], p["args"])
+        return {
+            "before": [t.name for t in before],
+            "schema": next(
+                (t.model_dump(by_alias=True, mode="json")["inputSchema"] for t in before if t.name == "reset_tools"),
+                None,
+            ),
+            "inactive": result_json(inactive),
+            "reset": result_json(reset),
+            "after": [t.name for t in after],
+            "active": result_json(active),
+            "list_changed": sum(1 for s in seen if "list_changed" in s or "ListChanged" in s),
+            "seen": seen,
+        }
+
+
 SCENARIOS = {
     "listen_until_stop": scenario_listen_until_stop,
     "stdio_stop": scenario_stdio_stop,
     "sessions": scenario_sessions,
     "list_changed": scenario_list_changed,
     "tasks": scenario_tasks,
+    "groups": scenario_groups,
     "list": scenario_list,
     "call": scenario_call,
     "elicit": scenario_elicit,

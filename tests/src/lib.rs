@@ -10,6 +10,7 @@ use toolhost::settings::Settings;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 
 pub mod mcp;
+pub mod mcp_client;
 
 /// The `rg` flags AgentScope's Grep builds (spec §6.6) before its mode
 /// flags and the search path: the peer the Grep tool is compared with, in

@@ -3,7 +3,7 @@
 //! A tool's metadata and its validation ([`tool`]), the one name rule
 //! shared by tools and middleware ([`name`]), the component checks every
 //! loader makes before compiling anything ([`component`]), the embedded
-//! built-in table ([`builtin`]), function-tool definitions ([`function`])
+//! built-in table ([`builtin`]), function-tool definitions ([`function`]), tool groups ([`group`]), skills ([`skill`])
 //! and the registry of tools by name ([`registry`]).
 //!
 //! The catalog is below the execution layer: nothing here runs a tool or
@@ -13,6 +13,8 @@
 pub mod builtin;
 pub mod component;
 pub mod function;
+pub mod group;
 pub mod name;
 pub(crate) mod registry;
+pub mod skill;
 pub mod tool;

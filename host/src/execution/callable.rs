@@ -35,21 +35,27 @@ pub trait Callable: Send {
     async fn check_read_only(&mut self, input: &str) -> anyhow::Result<bool>;
     /// The tool's own judgement.
     async fn check_permissions(&mut self, input: &str, ctx: &permission::Context) -> anyhow::Result<ToolVerdict>;
-    /// The index of the first of `contents` that matches `input`.
+    /// The index of the first of `contents` that matches `input`. By
+    /// default none does: only tool-level rules (`--allow Lookup`) match a
+    /// kind that does not judge rule contents (native tools).
     async fn match_rule(
         &mut self,
-        behavior: Behavior,
-        contents: &[String],
-        input: &str,
-        ctx: &permission::Context,
-    ) -> anyhow::Result<Option<usize>>;
+        _behavior: Behavior,
+        _contents: &[String],
+        _input: &str,
+        _ctx: &permission::Context,
+    ) -> anyhow::Result<Option<usize>> {
+        Ok(None)
+    }
     /// Rules to offer the user for this call.
     async fn suggestions(&mut self, input: &str, ctx: &permission::Context) -> anyhow::Result<Vec<Rule>>;
     /// Re-arms the deadline for the call itself.
     fn rearm(&mut self, limits: &Limits);
     /// Whether a guest entry trapped or timed out, leaving the instance
-    /// unusable.
-    fn failed(&self) -> bool;
+    /// unusable (never, by default: a kind without guest code).
+    fn failed(&self) -> bool {
+        false
+    }
     /// Sends the output to `output` and runs under `deadline`.
     fn redirect(&mut self, output: mpsc::Sender<Chunk>, deadline: Deadline);
     /// Runs the call; consumes the instance.

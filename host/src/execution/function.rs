@@ -114,27 +114,12 @@ impl Callable for FunctionInstance {
         })
     }
 
-    async fn match_rule(
-        &mut self,
-        _behavior: Behavior,
-        _contents: &[String],
-        _input: &str,
-        _ctx: &permission::Context,
-    ) -> anyhow::Result<Option<usize>> {
-        // Tool-level rules only: no content rule matches a function tool.
-        Ok(None)
-    }
-
     async fn suggestions(&mut self, _input: &str, _ctx: &permission::Context) -> anyhow::Result<Vec<Rule>> {
         Ok(vec![Rule { tool: self.tool.name().to_string(), content: None, behavior: Behavior::Allow }])
     }
 
     fn rearm(&mut self, limits: &Limits) {
         self.deadline = Deadline::for_limits(limits);
-    }
-
-    fn failed(&self) -> bool {
-        false
     }
 
     fn redirect(&mut self, output: mpsc::Sender<Chunk>, deadline: Deadline) {

@@ -128,6 +128,11 @@ impl Toolhost {
             let _ = events.send(CallEvent::Chunk(chunk.clone())).await;
             Some(ToolResponse::from_chunk(&request.id, chunk))
         };
+        // A tool of an inactive group is neither offered nor called (and
+        // not loaded to refuse it).
+        if let Some(refusal) = self.inactive_refusal(&request.tool, request.session.as_deref()) {
+            return fail(refusal).await;
+        }
         let loaded = match self.tool(&request.tool).await {
             Ok(loaded) => loaded,
             Err(LookupError::Unknown(_)) => {

@@ -1,0 +1,143 @@
+//! Skills and the `Skill` tool from real folders through the CLI: the
+//! listing in its description, viewing a skill and a file beside it,
+//! malformed folders reported (not fatal), and escape attempts (a skill
+//! folder linked outside, a file linked outside, `..` and absolute names)
+//! that must read nothing outside the skill directories.
+
+use std::os::unix::fs::symlink;
+use std::path::PathBuf;
+
+use serde_json::Value;
+use toolhost_e2e::{Scratch, text};
+
+const SECRET: &str = "TOP SECRET outside the skill dirs";
+
+/// A skills folder outside the working directory, with one good skill,
+/// malformed ones and links out; returns the folder.
+fn skills(scratch: &Scratch) -> PathBuf {
+    let dir = scratch.outside("skills");
+    let secret = scratch.outside("secret.txt");
+    std::fs::write(&secret, SECRET).unwrap();
+    let pdf = dir.join("pdf");
+    std::fs::create_dir_all(pdf.join("scripts")).unwrap();
+    std::fs::write(
+        pdf.join("SKILL.md"),
+        "---\nname: pdf\ndescription: >\n  Fill PDF forms.\n---\n# PDF\nUse pdftk to fill forms.\n",
+    )
+    .unwrap();
+    std::fs::write(pdf.join("forms.md"), "Field names are in forms.md.\n").unwrap();
+    std::fs::write(pdf.join("scripts/fill.sh"), "pdftk \"$1\" fill_form \"$2\"\n").unwrap();
+    symlink(&secret, pdf.join("leak.md")).unwrap();
+    // Malformed: no SKILL.md; no front matter; no description.
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    std::fs::create_dir_all(dir.join("plain")).unwrap();
+    std::fs::write(dir.join("plain/SKILL.md"), "Just text.\n").unwrap();
+    std::fs::create_dir_all(dir.join("nodesc")).unwrap();
+    std::fs::write(dir.join("nodesc/SKILL.md"), "---\nname: nodesc\n---\nbody\n").unwrap();
+    // A skill whose description would drive a terminal.
+    std::fs::create_dir_all(dir.join("ansi")).unwrap();
+    std::fs::write(dir.join("ansi/SKILL.md"), "---\nname: ansi\ndescription: \"Clear \\e[2J the screen\"\n---\nx\n")
+        .unwrap();
+    // A skill folder that is a link out of the skill directory.
+    let elsewhere = scratch.outside("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("SKILL.md"), format!("---\nname: stolen\ndescription: d\n---\n{SECRET}\n")).unwrap();
+    symlink(&elsewhere, dir.join("escape")).unwrap();
+    // A skill whose SKILL.md is a link out.
+    std::fs::create_dir_all(dir.join("linked")).unwrap();
+    symlink(elsewhere.join("SKILL.md"), dir.join("linked/SKILL.md")).unwrap();
+    dir
+}
+
+fn settings(scratch: &Scratch) {
+    let dir = skills(scratch);
+    scratch.settings_file(&format!("[skills]\ndirs = [{:?}]\n", dir.display().to_string()));
+}
+
+fn call(scratch: &Scratch, input: &str) -> (Option<i32>, String) {
+    let out = scratch.cli(&["call", "Skill", input]);
+    (out.status.code(), text(&out).0)
+}
+
+#[test]
+fn skills_are_listed_and_malformed_folders_reported() {
+    let scratch = Scratch::new();
+    settings(&scratch);
+    let out = scratch.cli(&["list", "--json"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "malformed skills are not fatal: {stdout}\n{stderr}");
+    let listing: Value = serde_json::from_str(&stdout).unwrap();
+    let first = &listing[0];
+    assert_eq!(first["name"], "Skill", "{stdout}");
+    assert_eq!((first["read_only"].as_bool(), first["concurrency_safe"].as_bool()), (Some(true), Some(true)));
+    let description = first["description"].as_str().unwrap();
+    assert!(description.contains("- pdf: Fill PDF forms."), "{description}");
+    for skipped in ["stolen", "nodesc", "plain", SECRET] {
+        assert!(!description.contains(skipped), "{skipped} listed: {description}");
+    }
+    for (folder, why) in [
+        ("empty", "no SKILL.md"),
+        ("plain", "does not start with YAML front matter"),
+        ("nodesc", "no `description`"),
+        ("escape", "not a link out of it"),
+        ("linked", "not a link out of it"),
+    ] {
+        assert!(
+            stderr.lines().any(|l| l.contains(&format!("skills/{folder}:")) && l.contains(why)),
+            "{folder}: {why} not reported:\n{stderr}"
+        );
+    }
+    // Shown on a terminal, a skill's description cannot drive it.
+    let shown = text(&scratch.cli(&["describe", "Skill"])).0;
+    assert!(shown.contains("Clear \\x1b[2J the screen") && !shown.contains('\x1b'), "{shown}");
+}
+
+#[test]
+fn a_skill_is_read_with_its_files() {
+    let scratch = Scratch::new();
+    settings(&scratch);
+    let (code, stdout) = call(&scratch, r#"{"skill":"pdf"}"#);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("# PDF\nUse pdftk to fill forms."), "{stdout}");
+    assert!(!stdout.contains("description: >"), "the front matter is not part of the instructions: {stdout}");
+    assert!(stdout.contains("- forms.md\n") && stdout.contains("- scripts/fill.sh\n"), "{stdout}");
+    assert!(!stdout.contains("leak.md"), "a link is not listed: {stdout}");
+    let (code, stdout) = call(&scratch, r#"{"skill":"pdf","file":"scripts/fill.sh"}"#);
+    assert_eq!((code, stdout.as_str()), (Some(0), "pdftk \"$1\" fill_form \"$2\"\n"));
+    let (code, stdout) = call(&scratch, r#"{"skill":"nope"}"#);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("SkillNotFoundError: Skill 'nope' not found.") && stdout.contains("pdf"), "{stdout}");
+    // Read-only: allowed in explore mode without a rule.
+    let out = scratch.cli(&["--mode", "explore", "call", "Skill", r#"{"skill":"pdf"}"#]);
+    assert!(out.status.success(), "{:?}", text(&out));
+}
+
+#[test]
+fn skill_files_cannot_be_read_outside_the_skill_dirs() {
+    let scratch = Scratch::new();
+    settings(&scratch);
+    let secret = scratch.outside("secret.txt").display().to_string();
+    for file in ["leak.md", "../../secret.txt", "../escape/SKILL.md", "scripts/../../../secret.txt", &secret, ""] {
+        let input = serde_json::json!({"skill": "pdf", "file": file}).to_string();
+        let (code, stdout) = call(&scratch, &input);
+        assert_eq!(code, Some(1), "{file}: {stdout}");
+        assert!(!stdout.contains("TOP SECRET"), "{file} read outside: {stdout}");
+    }
+    let (code, stdout) = call(&scratch, r#"{"skill":"stolen"}"#);
+    assert!(code == Some(1) && !stdout.contains("TOP SECRET"), "{stdout}");
+}
+
+#[test]
+fn no_skill_no_skill_tool() {
+    let scratch = Scratch::new();
+    let empty = scratch.outside("none");
+    std::fs::create_dir_all(&empty).unwrap();
+    scratch.settings_file(&format!("[skills]\ndirs = [{:?}]\n", empty.display().to_string()));
+    let out = scratch.cli(&["list"]);
+    assert!(out.status.success() && !text(&out).0.contains("Skill"), "{:?}", text(&out));
+    let missing = scratch.outside("missing");
+    scratch.settings_file(&format!("[skills]\ndirs = [{:?}]\n", missing.display().to_string()));
+    let out = scratch.cli(&["list"]);
+    assert!(out.status.success(), "a missing skill directory is reported, not fatal: {:?}", text(&out));
+    assert!(text(&out).1.contains("skill directory") && text(&out).1.contains("missing"), "{:?}", text(&out));
+}
