@@ -56,8 +56,8 @@ mod middleware;
 mod pinned;
 pub(crate) mod reload;
 mod replace;
-pub(crate) mod watch;
 mod toolkit;
+pub(crate) mod watch;
 
 pub use call::tool_error_text;
 pub use replace::Replacement;

@@ -10,7 +10,6 @@ use toolhost::settings::Settings;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 
 pub mod mcp;
-pub mod mcp_client;
 
 /// The `rg` flags AgentScope's Grep builds (spec §6.6) before its mode
 /// flags and the search path: the peer the Grep tool is compared with, in
@@ -234,62 +233,4 @@ pub fn mcp_python() -> Option<&'static Path> {
             None
         })
         .as_deref()
-}
-
-/// A `toolhost serve --http 127.0.0.1:0` process started in a scratch
-/// directory (`HOME` there, the shared compile cache), killed when dropped.
-pub struct ServeProcess {
-    child: std::process::Child,
-    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
-    pub url: String,
-    /// Every stderr line after the listening line, as it comes.
-    pub stderr: std::sync::mpsc::Receiver<String>,
-}
-
-impl ServeProcess {
-    /// Starts `toolhost <global> serve --http 127.0.0.1:0 <serve>` and waits
-    /// until it listens.
-    pub fn start(scratch: &Scratch, global: &[&str], serve: &[&str]) -> Self {
-        use std::io::BufRead as _;
-        let mut child = Command::new(toolhost_bin())
-            .current_dir(scratch.work())
-            .arg("--cache-dir")
-            .arg(root().join("target/test-cache"))
-            .args(global)
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .args(serve)
-            .env("HOME", scratch.dir.path())
-            .env_remove("XDG_STATE_HOME")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("starting toolhost serve --http");
-        let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let url = loop {
-            let line = lines.next().expect("toolhost serve exited before listening").expect("stderr line");
-            if let Some(url) = line.strip_prefix("toolhost serve: listening on ") {
-                break url.to_string();
-            }
-        };
-        let (tx, stderr) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        ServeProcess { child, url, stderr }
-    }
-
-    /// The process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

@@ -47,12 +47,29 @@ pub struct HttpServer {
     pub child: Child,
     /// Its `/mcp` URL.
     pub url: String,
+    /// Every stderr line after the listening line, as it comes.
+    pub stderr: std::sync::mpsc::Receiver<String>,
 }
 
 impl HttpServer {
     /// `toolhost serve --http 127.0.0.1:0 extra…` in `scratch`.
     pub fn start(scratch: &Scratch, extra: &[&str]) -> Self {
-        Self::spawn(scratch, &serve_args(&[&["--http", "127.0.0.1:0"], extra].concat()))
+        Self::start_with(scratch, &[], extra)
+    }
+
+    /// `toolhost <global…> serve --http 127.0.0.1:0 <serve…>` in `scratch`.
+    pub fn start_with(scratch: &Scratch, global: &[&str], serve: &[&str]) -> Self {
+        let mut args = serve_args(&[]);
+        args.pop(); // `serve`, which goes after the global flags
+        args.extend(global.iter().map(|s| s.to_string()));
+        args.extend(["serve", "--http", "127.0.0.1:0"].map(String::from));
+        args.extend(serve.iter().map(|s| s.to_string()));
+        Self::spawn(scratch, &args)
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Runs `args` (program first) in `scratch` and waits for its URL.
@@ -61,6 +78,8 @@ impl HttpServer {
             .args(&args[1..])
             .current_dir(scratch.work())
             .env("HOME", scratch.dir.path())
+            // State (sessions, the status of a watching serve) under HOME.
+            .env_remove("XDG_STATE_HOME")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -74,8 +93,13 @@ impl HttpServer {
             }
         };
         // Keep draining stderr so the server never blocks on it.
-        std::thread::spawn(move || for _ in lines {});
-        HttpServer { child, url }
+        let (tx, stderr) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        HttpServer { child, url, stderr }
     }
 
     /// The transport to this server.
@@ -198,4 +222,18 @@ pub fn conformance_suite() -> Option<&'static Path> {
             None
         })
         .as_deref()
+}
+
+/// Runs `check(transport, mode, label)` over stdio and HTTP, each in both
+/// modes, against `toolhost serve` with `extra` arguments in `scratch`.
+pub fn each_transport(scratch: &Scratch, extra: &[&str], mut check: impl FnMut(&Transport, &str, &str)) {
+    let stdio = Transport::Stdio(serve_args(extra));
+    for mode in MODES {
+        check(&stdio, mode, "stdio");
+    }
+    let server = HttpServer::start(scratch, extra);
+    let http = server.transport(None);
+    for mode in MODES {
+        check(&http, mode, "http");
+    }
 }

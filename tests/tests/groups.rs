@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use toolhost::PermissionAnswer;
 use toolhost::response::ResultState;
 use toolhost::state::AgentState;
-use toolhost_e2e::mcp_client::{each_transport, run_client};
+use toolhost_e2e::mcp::{client as run_client, each_transport};
 use toolhost_e2e::{Scratch, call, example, mcp_python, text};
 
 /// Greet (a plugin) in group `people`, Bash left in `basic`.

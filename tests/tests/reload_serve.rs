@@ -7,7 +7,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use toolhost_e2e::{Scratch, ServeProcess, guest, mcp_python, root};
+use toolhost_e2e::mcp::HttpServer;
+use toolhost_e2e::{Scratch, guest, mcp_python, root};
 
 /// A scratch dir with `plugins/swap.wasm` = `first`.
 fn plugins_with(first: &str) -> (Scratch, PathBuf) {
@@ -46,7 +47,7 @@ fn calls_from_several_clients_all_succeed_while_the_file_is_replaced_many_times(
     let Some(py) = mcp_python() else { return };
     let (scratch, plugins) = plugins_with("swap-v2");
     let dir = plugins.display().to_string();
-    let server = ServeProcess::start(
+    let server = HttpServer::start_with(
         &scratch,
         &["--no-builtins", "--mode", "bypass", "--plugins", &dir, "--grant", "Swap=fs-read"],
         &["--watch"],
@@ -123,7 +124,7 @@ fn serve_holds_back_a_version_that_asks_for_more_and_status_shows_why() {
     std::fs::write(&canary, "canary").unwrap();
     let grant = format!("Swap=fs-write:{}", outside.display());
     let dir = plugins.display().to_string();
-    let server = ServeProcess::start(
+    let server = HttpServer::start_with(
         &scratch,
         &["--no-builtins", "--mode", "bypass", "--plugins", &dir, "--grant", &grant],
         &["--watch"],
@@ -171,7 +172,7 @@ fn a_locked_serve_refuses_an_unknown_plugin() {
     let dir = plugins.display().to_string();
     let out = scratch.cli(&["--plugins", &dir, "lock"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let server = ServeProcess::start(&scratch, &["--no-builtins", "--locked", "--plugins", &dir], &["--watch"]);
+    let server = HttpServer::start_with(&scratch, &["--no-builtins", "--locked", "--plugins", &dir], &["--watch"]);
     put(&plugins, "echo.wasm", "echo");
     let pid = server.pid();
     let echo = plugins.join("echo.wasm").display().to_string();
