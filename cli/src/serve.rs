@@ -17,6 +17,9 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
     };
     let watcher = if args.watch || host.settings().watch { Some(watch(&host).await?) } else { None };
     let front = McpFront::new(host, store)?;
+    if let Some((watcher, _)) = &watcher {
+        front.forward_reload_errors(watcher.reload_errors());
+    }
     if !(args.grace.is_finite() && args.grace >= 0.0) {
         bail!("--grace takes a number of seconds, 0 or more (got {})", args.grace);
     }

@@ -17,6 +17,7 @@ use toolhost::{CallRequest, Toolhost};
 use crate::asks::{Answer, Rounds};
 use crate::call::{Asker, Driven, drive};
 use crate::changes::forward;
+use crate::logs::{Logs, Threshold};
 use crate::session::{MemoryNonces, NonceStore, SessionGuard, SessionStore};
 use crate::tools::{error_result, mcp_tool};
 
@@ -30,6 +31,8 @@ const SESSIONLESS: &str = "sessionless";
 pub struct McpFront {
     shared: Arc<Shared>,
     session: Arc<SessionGuard>,
+    /// This session's `logging/setLevel`.
+    log_level: Arc<Threshold>,
 }
 
 struct Shared {
@@ -40,6 +43,8 @@ struct Shared {
     stopping: CancellationToken,
     /// The calls running now.
     calls: TaskTracker,
+    /// The server's own messages to its clients ([`McpFront::forward_reload_errors`]).
+    logs: Logs,
 }
 
 impl McpFront {
@@ -65,15 +70,48 @@ impl McpFront {
             rounds: Rounds::new(nonces)?,
             stopping: CancellationToken::new(),
             calls: TaskTracker::new(),
+            logs: Logs::new(),
         });
-        Ok(Self { session: Arc::new(SessionGuard::new(new_session_key(), store)), shared })
+        Ok(Self { session: Arc::new(SessionGuard::new(new_session_key(), store)), shared, log_level: Arc::default() })
     }
 
     /// The same host for a new MCP session, with a state of its own (the
     /// state ends when the last clone of the returned front is dropped).
     pub fn for_new_session(&self) -> Self {
         let guard = SessionGuard::new(new_session_key(), self.shared.store.clone());
-        Self { shared: self.shared.clone(), session: Arc::new(guard) }
+        Self { shared: self.shared.clone(), session: Arc::new(guard), log_level: Arc::default() }
+    }
+
+    /// Sends every reload error of `errors` (a watching host's
+    /// [`toolhost::reload::Watcher::reload_errors`]) to the connected clients
+    /// as a log message (`notifications/message`, level `error`, logger
+    /// `toolhost.reload`, the file, name and error as data), until the
+    /// server stops. Clients of 2026-07-28, where logging is deprecated, get
+    /// none (see `toolhost status`).
+    pub fn forward_reload_errors(
+        &self,
+        mut errors: tokio::sync::broadcast::Receiver<toolhost::reload::FileStatus>,
+    ) -> tokio::task::JoinHandle<()> {
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            loop {
+                let status = tokio::select! {
+                    () = shared.stopping.cancelled() => return,
+                    status = errors.recv() => status,
+                };
+                match status {
+                    Ok(status) => {
+                        if let Some(message) = crate::logs::reload_error(&status) {
+                            shared.logs.send(message);
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!("{missed} reload errors came faster than they could be sent to MCP clients");
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        })
     }
 
     /// The first step of a graceful stop: calls that arrive from now on are
@@ -115,13 +153,18 @@ fn can_elicit(ctx: &RequestContext<RoleServer>) -> bool {
 }
 
 impl ServerHandler for McpFront {
+    // `logging` is deprecated from 2026-07-28 (SEP-2577); 2025-11-25 clients
+    // still get the server's own messages (`logs.rs`).
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "toolhost runs each tool as a sandboxed WebAssembly component; the user's permission rules decide \
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().build(),
+        )
+        .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "toolhost runs each tool as a sandboxed WebAssembly component; the user's permission rules decide \
                  every call. A denied call's text says which rule would allow it.",
-            )
+        )
     }
 
     async fn list_tools(
@@ -148,6 +191,12 @@ impl ServerHandler for McpFront {
         let until = self.session.ended.clone();
         let stopping = self.shared.stopping.clone();
         let peer = context.peer;
+        tokio::spawn(crate::logs::forward_to(
+            self.shared.logs.subscribe(),
+            self.log_level.clone(),
+            [until.clone(), stopping.clone()],
+            peer.clone(),
+        ));
         tokio::spawn(async move {
             forward(changes, [&until, &stopping], || {
                 let peer = peer.clone();
@@ -155,6 +204,18 @@ impl ServerHandler for McpFront {
             })
             .await;
         });
+    }
+
+    /// 2025-11-25 and earlier: the lowest level of the log messages this
+    /// session is sent (see `logs.rs`).
+    #[allow(deprecated)] // logging is deprecated from 2026-07-28 (SEP-2577)
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level.set(&request.level);
+        Ok(())
     }
 
     /// 2026-07-28: a `subscriptions/listen` for tool-list changes is

@@ -17,6 +17,7 @@ mod call;
 mod changes;
 mod handler;
 pub mod http;
+mod logs;
 pub mod session;
 mod tools;
 

@@ -28,6 +28,9 @@ prints one JSON object with what the client saw. Scenarios:
                                        creates a task, both list), then a session
                                        driven by hand and resumed on new connections
                                        (create, list), then ended with DELETE
+- log_messages {level, ready, count, seconds?}
+                                       legacy: sets the log level, creates `ready`, collects
+                                       `count` log messages from the server (`seconds` at most)
 - groups {tool, args, groups}          list, call `tool`, reset_tools(groups), list and call
                                        again on one client, noting list_changed notifications
 """
@@ -414,6 +417,28 @@ async def scenario_groups(opts, p):
         }
 
 
+async def scenario_log_messages(opts, p):
+    """Legacy: sets the log level `level`, creates `ready`, then collects
+    the server's log messages until `count` have come (`seconds`, 30 by
+    default, at most)."""
+    messages = []
+    arrived = asyncio.Event()
+
+    async def on_log(params):
+        messages.append({"level": str(params.level), "logger": params.logger, "data": params.data})
+        if len(messages) >= p["count"]:
+            arrived.set()
+
+    async with client(opts, logging_callback=on_log) as c:
+        await c.set_logging_level(p["level"])
+        open(p["ready"], "w").close()
+        try:
+            await asyncio.wait_for(arrived.wait(), timeout=p.get("seconds", 30))
+        except asyncio.TimeoutError:
+            pass
+        return {"messages": messages}
+
+
 SCENARIOS = {
     "listen_until_stop": scenario_listen_until_stop,
     "stdio_stop": scenario_stdio_stop,
@@ -421,6 +446,7 @@ SCENARIOS = {
     "list_changed": scenario_list_changed,
     "tasks": scenario_tasks,
     "groups": scenario_groups,
+    "log_messages": scenario_log_messages,
     "list": scenario_list,
     "call": scenario_call,
     "elicit": scenario_elicit,

@@ -197,3 +197,57 @@ fn a_locked_serve_refuses_an_unknown_plugin() {
     let out = results(clients(py, &server.url, 1, 0.5, "Swap", &serde_json::json!({})));
     assert!(out["results"].as_array().unwrap().iter().all(|r| r["text"] == "v1 v1 v1 "), "{out}");
 }
+
+/// A broken update reaches the MCP clients of 2025-11-25 as a log message
+/// (level `error`, logger `toolhost.reload`) naming the file and saying the
+/// previous version serves; a client whose level is above `error` is sent
+/// nothing.
+#[test]
+fn a_broken_update_is_sent_to_mcp_clients_as_a_log_message() {
+    let Some(py) = mcp_python() else { return };
+    let (scratch, plugins) = plugins_with("swap-v1");
+    let dir = plugins.display().to_string();
+    let server = HttpServer::start_with(&scratch, &["--no-builtins", "--plugins", &dir], &["--watch"]);
+    let transport = server.transport(None);
+    // The `critical` client listens for longer than the error takes to come.
+    let listen = |level: &str, ready: &Path, seconds: u64| {
+        let params =
+            serde_json::json!({"level": level, "ready": ready.display().to_string(), "count": 1, "seconds": seconds});
+        toolhost_e2e::mcp::client_command(py, &scratch, &transport, "legacy", "log_messages", &params)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("running the Python MCP client")
+    };
+    let (ready_error, ready_critical) = (scratch.dir.path().join("ready-1"), scratch.dir.path().join("ready-2"));
+    let at_error = listen("error", &ready_error, 30);
+    let at_critical = listen("critical", &ready_critical, 10);
+    let start = Instant::now();
+    while !(ready_error.exists() && ready_critical.exists()) {
+        assert!(start.elapsed() < Duration::from_secs(60), "the clients did not connect");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Not a component at all: reported once it has stood for the settle time.
+    let tmp = scratch.dir.path().join(".swap.part");
+    std::fs::write(&tmp, b"not a component").unwrap();
+    std::fs::rename(&tmp, plugins.join("swap.wasm")).unwrap();
+
+    let got = results(at_error);
+    let messages = got["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), 1, "{got}");
+    let message = &messages[0];
+    assert_eq!(
+        (message["level"].as_str(), message["logger"].as_str()),
+        (Some("error"), Some("toolhost.reload")),
+        "{got}"
+    );
+    let data = &message["data"];
+    assert_eq!(data["file"], plugins.join("swap.wasm").display().to_string().as_str(), "{got}");
+    assert_eq!(
+        (data["name"].as_str(), data["serving"].as_str()),
+        (Some("Swap"), Some("the previous version keeps serving"))
+    );
+    assert!(!data["error"].as_str().unwrap_or_default().is_empty(), "{got}");
+    assert_eq!(results(at_critical)["messages"], serde_json::json!([]), "a client at `critical` is sent no error");
+    drop(server);
+}

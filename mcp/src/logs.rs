@@ -1,0 +1,154 @@
+//! Log messages from the server itself to its MCP clients: today, a watched
+//! plugin or middleware file whose newest bytes do not serve (a reload
+//! error: the file, the name it serves under, why; the previous version
+//! keeps serving).
+//!
+//! Clients of 2025-11-25 and earlier get each message as
+//! `notifications/message` when it is at or above the level they set with
+//! `logging/setLevel` (`info` until they set one). Logging is deprecated from
+//! 2026-07-28 (SEP-2577): there a message reaches a client only inside a
+//! request that opted in, and a reload error belongs to no request, so those
+//! clients read reload errors in `toolhost status` (and the server's log).
+#![allow(deprecated)] // rmcp marks the logging types deprecated (SEP-2577); 2025-11-25 clients still use them.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::{Peer, RoleServer};
+use serde_json::json;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use toolhost::reload::FileStatus;
+
+/// How many messages a slow session may fall behind before it misses the
+/// oldest (it is told how many it missed).
+const BACKLOG: usize = 64;
+
+/// The server's messages, fanned out to every session that listens.
+pub(crate) struct Logs {
+    tx: broadcast::Sender<LoggingMessageNotificationParam>,
+}
+
+impl Logs {
+    pub(crate) fn new() -> Self {
+        Self { tx: broadcast::Sender::new(BACKLOG) }
+    }
+
+    /// Sends `message` to every listening session (none listening: dropped).
+    pub(crate) fn send(&self, message: LoggingMessageNotificationParam) {
+        let _ = self.tx.send(message);
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<LoggingMessageNotificationParam> {
+        self.tx.subscribe()
+    }
+}
+
+/// One session's `logging/setLevel`: the lowest level it is sent.
+pub(crate) struct Threshold(AtomicU8);
+
+impl Default for Threshold {
+    fn default() -> Self {
+        Self(AtomicU8::new(rank(&LoggingLevel::Info)))
+    }
+}
+
+impl Threshold {
+    pub(crate) fn set(&self, level: &LoggingLevel) {
+        self.0.store(rank(level), Ordering::Relaxed);
+    }
+
+    fn admits(&self, level: &LoggingLevel) -> bool {
+        rank(level) >= self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// RFC 5424 severity, least severe first.
+fn rank(level: &LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// The message for a watched file's status, when it carries a reload error.
+pub(crate) fn reload_error(status: &FileStatus) -> Option<LoggingMessageNotificationParam> {
+    let error = status.last_error.as_ref()?;
+    let serving =
+        if status.sha256.is_empty() { "nothing from this file serves" } else { "the previous version keeps serving" };
+    let data = json!({
+        "event": "reload-error",
+        "file": status.file,
+        "name": status.name,
+        "error": error,
+        "serving": serving,
+        "serving_sha256": status.sha256,
+    });
+    Some(LoggingMessageNotificationParam::new(LoggingLevel::Error, data).with_logger("toolhost.reload"))
+}
+
+/// Sends the server's messages to `peer` (as its `threshold` admits them)
+/// until either token of `until` fires or the peer is gone.
+pub(crate) async fn forward_to(
+    mut messages: broadcast::Receiver<LoggingMessageNotificationParam>,
+    threshold: std::sync::Arc<Threshold>,
+    until: [CancellationToken; 2],
+    peer: Peer<RoleServer>,
+) {
+    loop {
+        let message = tokio::select! {
+            () = until[0].cancelled() => return,
+            () = until[1].cancelled() => return,
+            message = messages.recv() => message,
+        };
+        let message = match message {
+            Ok(message) => message,
+            Err(broadcast::error::RecvError::Lagged(missed)) => LoggingMessageNotificationParam::new(
+                LoggingLevel::Warning,
+                json!({"event": "messages-missed", "missed": missed}),
+            )
+            .with_logger("toolhost"),
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        if threshold.admits(&message.level) && peer.notify_logging_message(message).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_threshold_admits_its_level_and_above() {
+        let threshold = Threshold::default();
+        assert!(!threshold.admits(&LoggingLevel::Debug) && threshold.admits(&LoggingLevel::Info));
+        threshold.set(&LoggingLevel::Critical);
+        assert!(!threshold.admits(&LoggingLevel::Error) && threshold.admits(&LoggingLevel::Emergency));
+    }
+
+    #[test]
+    fn only_a_status_with_an_error_is_a_message() {
+        let mut status = FileStatus {
+            file: "/p/swap.wasm".into(),
+            kind: toolhost::reload::FileKind::Tool,
+            name: Some("Swap".into()),
+            sha256: "ab".into(),
+            grants: "nothing".into(),
+            last_error: None,
+        };
+        assert!(reload_error(&status).is_none());
+        status.last_error = Some("does not compile".into());
+        let message = reload_error(&status).expect("a message");
+        assert_eq!(message.logger.as_deref(), Some("toolhost.reload"));
+        assert_eq!(message.data["error"], "does not compile");
+        assert_eq!(message.data["serving"], "the previous version keeps serving");
+    }
+}
