@@ -12,7 +12,11 @@ it is the bound, calls/s say more about the client than the server, and the
 server's CPU per call is the fairer comparison.
 
     target/mcp-venv/bin/python bench/mcp_serve_vs_fastmcp.py --toolhost target/release/toolhost \\
-        [--plugin greet.wasm] [--calls 2000] [--inflight 1,32] [--transports stdio,http] [--clients N] [--json OUT]
+        [--plugin greet.wasm] [--calls 2000] [--inflight 1,32] [--transports stdio,http] [--clients N]
+        [--client sdk|raw] [--json OUT]
+
+`--client raw` drives the HTTP servers with a thin JSON-RPC client instead of
+the SDK's (the same one for both), for when the SDK client is the bound.
 
 Run it with the venv the MCP tests make (target/mcp-venv, mcp==2.3.0).
 """
@@ -114,6 +118,69 @@ def start_http(server, opts):
         except OSError:
             time.sleep(0.1)
     raise RuntimeError("the FastMCP server did not listen")
+
+
+class RawHttpClient:
+    """A thin MCP client for the HTTP figures (`--client raw`): JSON-RPC over
+    streamable HTTP with a 2025-11-25 session (initialize, initialized, then
+    `tools/call` POSTs), no schema validation or SDK machinery, so that the
+    client is not what bounds the calls per second. The same client drives
+    both servers."""
+
+    PROTOCOL = "2025-11-25"
+
+    class Result:
+        def __init__(self, reply):
+            result = reply.get("result") or {}
+            self.is_error = "error" in reply or bool(result.get("isError"))
+            self.content = [type("Text", (), {"text": c.get("text", "")})() for c in result.get("content", [])]
+
+    def __init__(self, url):
+        self.url = url
+        self.http = httpx2.AsyncClient(timeout=120, limits=httpx2.Limits(max_connections=64, max_keepalive_connections=64))
+        self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                        "MCP-Protocol-Version": self.PROTOCOL}
+        self.next_id = 0
+
+    async def _post(self, body):
+        r = await self.http.post(self.url, content=json.dumps(body), headers=self.headers)
+        r.raise_for_status()
+        if "id" not in body:
+            return r, None
+        text = r.text
+        if text.lstrip().startswith("{"):
+            return r, json.loads(text)
+        for line in text.splitlines():
+            if line.startswith("data:") and line[5:].strip():
+                message = json.loads(line[5:])
+                if message.get("id") == body["id"]:
+                    return r, message
+        raise RuntimeError(f"no reply to request {body['id']}: {text[:200]}")
+
+    def _id(self):
+        self.next_id += 1
+        return self.next_id
+
+    async def __aenter__(self):
+        init = {"jsonrpc": "2.0", "id": self._id(), "method": "initialize",
+                "params": {"protocolVersion": self.PROTOCOL, "capabilities": {},
+                           "clientInfo": {"name": "bench-raw", "version": "0"}}}
+        r, _ = await self._post(init)
+        if r.headers.get("Mcp-Session-Id"):
+            self.headers["Mcp-Session-Id"] = r.headers["Mcp-Session-Id"]
+        await self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.http.aclose()
+
+    async def list_tools(self):
+        await self._post({"jsonrpc": "2.0", "id": self._id(), "method": "tools/list"})
+
+    async def call_tool(self, name, args):
+        body = {"jsonrpc": "2.0", "id": self._id(), "method": "tools/call", "params": {"name": name, "arguments": args}}
+        _, reply = await self._post(body)
+        return self.Result(reply)
 
 
 async def measure(client, calls, inflight, warmup, server_pid):
@@ -230,8 +297,12 @@ async def run_one(server, transport, inflight, opts):
             proc.terminate()
             proc.wait(timeout=15)
     try:
-        http = httpx2.AsyncClient(timeout=120, limits=httpx2.Limits(max_connections=64, max_keepalive_connections=64))
-        async with Client(streamable_http_client(url, http_client=http), mode=opts.mode) as c:
+        if opts.client == "raw":
+            client = RawHttpClient(url)
+        else:
+            http = httpx2.AsyncClient(timeout=120, limits=httpx2.Limits(max_connections=64, max_keepalive_connections=64))
+            client = Client(streamable_http_client(url, http_client=http), mode=opts.mode)
+        async with client as c:
             await c.list_tools()
             figures = await measure(c, opts.calls, inflight, opts.warmup, lambda: proc.pid)
             figures["peak_rss_mib"] = peak_rss_mib(proc.pid)
@@ -268,6 +339,13 @@ def main():
         type=int,
         default=1,
         help="HTTP only: split the calls in flight over this many client processes (1: one client session)",
+    )
+    ap.add_argument(
+        "--client",
+        choices=["sdk", "raw"],
+        default="sdk",
+        help="HTTP only: the MCP SDK's client (sdk), or a thin JSON-RPC client (raw, a 2025-11-25 session) "
+        "light enough not to be the bound",
     )
     opts = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
