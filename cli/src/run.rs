@@ -12,7 +12,6 @@ use toolhost::{CallRequest, PermissionAnswer};
 use super::args::{Global, RunArgs};
 use super::call::{open_session, read_json_arg};
 use super::{exit, prompt};
-use crate::out::outln;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,18 +61,58 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<u8> {
         let documented = prompt::rules_have_documented_meaning(&origins, &req.tool);
         prompt::ask(&req.tool, &req.input, &req.decision, &remember_target, documented)
     });
-    let results = host.run_batch(calls, answer).await;
+    // The results are printed as they come (a JSON list, as one would be
+    // pretty-printed), so a long batch holds only the calls in flight.
+    let mut printer = ListPrinter::default();
+    let mut code = exit::OK;
+    let mut failed = None;
+    host.run_batch_each(calls, answer, |result| {
+        code = code.max(exit_code(&result));
+        if failed.is_none() {
+            failed = printer.item(&result).err();
+        }
+    })
+    .await;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    printer.finish();
     if let Some(state) = session {
         state.save()?;
     }
-    outln!("{}", serde_json::to_string_pretty(&results)?);
-    let code = results.iter().fold(exit::OK, |code, r| match r {
-        BatchResult::Finished { response, .. } => match response.state {
-            ResultState::Error | ResultState::Interrupted => code.max(exit::ERROR),
-            ResultState::Denied => code.max(exit::DENIED),
-            _ => code,
-        },
-        BatchResult::External { .. } | BatchResult::NotStarted { .. } => code.max(exit::EXTERNAL),
-    });
     Ok(code)
+}
+
+fn exit_code(result: &BatchResult) -> u8 {
+    match result {
+        BatchResult::Finished { response, .. } => match response.state {
+            ResultState::Error | ResultState::Interrupted => exit::ERROR,
+            ResultState::Denied => exit::DENIED,
+            _ => exit::OK,
+        },
+        BatchResult::External { .. } | BatchResult::NotStarted { .. } => exit::EXTERNAL,
+    }
+}
+
+/// Prints a JSON list one item at a time, in the layout
+/// `serde_json::to_string_pretty` gives the whole list.
+#[derive(Default)]
+struct ListPrinter {
+    started: bool,
+}
+
+impl ListPrinter {
+    fn item(&mut self, item: &impl serde::Serialize) -> Result<()> {
+        let text = serde_json::to_string_pretty(item)?;
+        // JSON strings hold no raw newline, so every line is structure.
+        let indented = text.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n");
+        let lead = if self.started { ",\n" } else { "[\n" };
+        self.started = true;
+        crate::out::print(format_args!("{lead}{indented}"));
+        Ok(())
+    }
+
+    fn finish(self) {
+        crate::out::print(format_args!("{}", if self.started { "\n]\n" } else { "[]\n" }));
+    }
 }

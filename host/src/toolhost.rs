@@ -238,6 +238,7 @@ impl ToolhostBuilder {
                 lock_path,
                 groups,
                 skills,
+                running: Arc::new(tokio::sync::Semaphore::new(RUNNING_CALLS)),
             }),
         };
         // Before any plugin, so none can take a meta tool's name.
@@ -290,7 +291,17 @@ struct Inner {
     groups: Arc<ToolGroups>,
     /// The skills of `[skills] dirs`.
     skills: Arc<Skills>,
+    /// One permit per call holding instances ([`RUNNING_CALLS`]).
+    running: Arc<tokio::sync::Semaphore>,
 }
+
+/// The most calls that hold instances at once; the next waits for one to
+/// finish. Each holds a decision or call instance and one per middleware
+/// layer, each of several core instances, and the pool has 256 component and
+/// 512 core instances (`runtime/mod.rs`): more calls at once would exhaust it
+/// and fail calls because of load. Two cores run no more than this in
+/// parallel anyway.
+pub const RUNNING_CALLS: usize = 32;
 
 /// A host for tool components. Cheap to clone; clones share everything.
 #[derive(Clone)]
@@ -312,6 +323,20 @@ impl Toolhost {
     /// The runtime (engine, pooling, cache).
     pub fn runtime(&self) -> &Runtime {
         &self.inner.runtime
+    }
+
+    /// A permit to hold instances for one call, waiting at most `wait` for
+    /// one of the [`RUNNING_CALLS`] to finish.
+    pub(crate) async fn running_permit(&self, wait: std::time::Duration) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        match tokio::time::timeout(wait, self.inner.running.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) => bail!("the host is shutting down"),
+            Err(_) => bail!(
+                "the host is running {RUNNING_CALLS} calls at once and none finished within {} ms (the call's \
+                 timeout), so this one did not start; retry it, or send fewer long calls at once",
+                wait.as_millis()
+            ),
+        }
     }
 
     /// The host's own agent state (used by calls without a session).

@@ -21,7 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{McpFront, SETTLE};
 
-/// The most connections served at once; more are closed at once.
+/// The most connections served at once; the next waits for one to close
+/// (at most the header timeout), then is answered 503.
 const MAX_CONNECTIONS: usize = 512;
 
 /// How `toolhost serve --http` listens.
@@ -140,6 +141,7 @@ async fn accept(
 ) -> Result<()> {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let waiters = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let service = hyper_util::service::TowerToHyperService::new(router);
     tokio::pin!(stop);
     loop {
@@ -153,9 +155,6 @@ async fn accept(
                 }
             },
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            continue; // too many connections: this one is closed
-        };
         // A response goes out in several writes (head, then the SSE event);
         // with Nagle's algorithm on, the second waits for the client's
         // delayed ACK: 40 ms a call for a client that sends each request in
@@ -163,13 +162,32 @@ async fn accept(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::warn!("setting TCP_NODELAY failed: {e}");
         }
-        let conn = hyper::server::conn::http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(options.header_timeout)
-            .serve_connection(TokioIo::new(stream), service.clone());
-        let conn = graceful.watch(conn);
+        // Past the limit a connection waits for a slot, at most the header
+        // timeout, then is answered 503 and closed: load delays a call by a
+        // bounded time, and a refusal says why. As many may wait as may be
+        // served; more are refused at once.
+        let slot = slots.clone().try_acquire_owned();
+        let waiter = if slot.is_err() { waiters.clone().try_acquire_owned().ok() } else { None };
+        if slot.is_err() && waiter.is_none() {
+            tokio::spawn(refuse_busy(stream));
+            continue;
+        }
+        let (slots, watcher, timeout) = (slots.clone(), graceful.watcher(), options.header_timeout);
+        let service = service.clone();
         tokio::spawn(async move {
-            let _ = conn.await;
+            let slot = match slot {
+                Ok(slot) => slot,
+                Err(_) => match tokio::time::timeout(timeout, slots.acquire_owned()).await {
+                    Ok(Ok(slot)) => slot,
+                    _ => return refuse_busy(stream).await,
+                },
+            };
+            drop(waiter);
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(timeout)
+                .serve_connection(TokioIo::new(stream), service);
+            let _ = watcher.watch(conn).await;
             drop(slot);
         });
     }
@@ -242,4 +260,16 @@ mod tests {
         assert!(!same(b"abc", b"abd"));
         assert!(!same(b"ab", b"abc"));
     }
+}
+
+/// Answers a connection that found no free slot: 503, and closed.
+async fn refuse_busy(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt as _;
+    let body = format!("toolhost serve is serving {MAX_CONNECTIONS} connections at once; retry shortly\n");
+    let reply = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(reply.as_bytes()).await;
+    let _ = stream.shutdown().await;
 }

@@ -3,10 +3,16 @@
 //! alone, in order; results come back in call order. A call that stops for
 //! external execution parks the batch: the calls after its run are not
 //! started.
+//!
+//! A batch is streamed: at most [`BATCH_IN_FLIGHT`] calls of a parallel run
+//! are in flight at once (the next starts as the earliest finishes), and each
+//! result is handed over as soon as it and every result before it are ready,
+//! so the memory a batch holds is bounded by the work in flight, not by the
+//! length of the batch.
 
 use std::sync::Arc;
 
-use futures::future::join_all;
+use futures::StreamExt as _;
 use serde::Serialize;
 
 use super::{CallRequest, Toolhost};
@@ -41,6 +47,11 @@ pub enum BatchResult {
     },
 }
 
+/// The most calls of one parallel run that are in flight at once. Above the
+/// cores of any machine toolhost runs on, and well below the instance pool
+/// (each call holds a decision or call instance, plus its middleware's).
+pub const BATCH_IN_FLIGHT: usize = 64;
+
 /// A maximal run of calls that execute together.
 struct Run {
     concurrent: bool,
@@ -49,8 +60,19 @@ struct Run {
 
 impl Toolhost {
     /// Runs `calls` in order, parallelising runs of concurrency-safe calls
-    /// (unknown tools count as safe: they fail at once, as in AgentScope).
+    /// (unknown tools count as safe: they fail at once, as in AgentScope),
+    /// and returns every result in call order. For a long batch prefer
+    /// [`Toolhost::run_batch_each`], which does not hold the results.
     pub async fn run_batch(&self, calls: Vec<CallRequest>, answer: Answerer) -> Vec<BatchResult> {
+        let mut results = Vec::with_capacity(calls.len());
+        self.run_batch_each(calls, answer, |r| results.push(r)).await;
+        results
+    }
+
+    /// Runs `calls` as [`Toolhost::run_batch`] does, handing each result to
+    /// `each` in call order as soon as it is ready; at most
+    /// [`BATCH_IN_FLIGHT`] calls run at once.
+    pub async fn run_batch_each(&self, calls: Vec<CallRequest>, answer: Answerer, mut each: impl FnMut(BatchResult)) {
         let mut runs: Vec<Run> = Vec::new();
         for call in calls {
             // Looking the tool up loads it if need be; one that cannot be
@@ -61,33 +83,34 @@ impl Toolhost {
                 _ => runs.push(Run { concurrent, calls: vec![call] }),
             }
         }
-        let mut results = Vec::new();
         let mut parked = false;
         for run in runs {
             if parked {
-                results.extend(run.calls.into_iter().map(|c| BatchResult::NotStarted { id: c.id }));
+                run.calls.into_iter().for_each(|c| each(BatchResult::NotStarted { id: c.id }));
                 continue;
             }
-            let outcomes = if run.concurrent {
-                join_all(run.calls.into_iter().map(|c| self.run_one(c, answer.clone()))).await
+            if run.concurrent {
+                // `buffered` keeps the order and starts the next call as soon
+                // as one of the window finishes.
+                let mut results = futures::stream::iter(run.calls.into_iter().map(|c| self.run_one(c, answer.clone())))
+                    .buffered(BATCH_IN_FLIGHT);
+                while let Some(result) = results.next().await {
+                    parked |= matches!(result, BatchResult::External { .. });
+                    each(result);
+                }
             } else {
-                let mut out = Vec::new();
                 let mut calls = run.calls.into_iter();
                 for call in calls.by_ref() {
                     let result = self.run_one(call, answer.clone()).await;
-                    let stop = matches!(result, BatchResult::External { .. });
-                    out.push(result);
-                    if stop {
+                    parked = matches!(result, BatchResult::External { .. });
+                    each(result);
+                    if parked {
                         break;
                     }
                 }
-                out.extend(calls.map(|c| BatchResult::NotStarted { id: c.id }));
-                out
-            };
-            parked = outcomes.iter().any(|r| matches!(r, BatchResult::External { .. }));
-            results.extend(outcomes);
+                calls.for_each(|c| each(BatchResult::NotStarted { id: c.id }));
+            }
         }
-        results
     }
 
     async fn run_one(&self, call: CallRequest, answer: Answerer) -> BatchResult {

@@ -148,6 +148,13 @@ impl Toolhost {
             return fail(message).await;
         }
         let input_text = input.to_string();
+        // Instances come from a bounded pool: past RUNNING_CALLS calls wait
+        // here (at most the call's timeout) rather than fail to instantiate.
+        let wait = std::time::Duration::from_millis(self.settings().limits.timeout_ms);
+        let _running = match self.running_permit(wait).await {
+            Ok(permit) => permit,
+            Err(e) => return fail(format!("Error: {e:#}")).await,
+        };
         // The decision runs in an instance with no capability; what it
         // emits goes nowhere.
         let (discard, _) = mpsc::channel::<Chunk>(1);
