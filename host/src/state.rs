@@ -205,10 +205,27 @@ impl AgentState {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, &json).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::File::open(&tmp).and_then(|f| f.sync_all()).ok();
-        std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
+        // One temporary name per save, so two saves of the same session in
+        // one process never write the same file.
+        static SAVES: AtomicU64 = AtomicU64::new(0);
+        let n = SAVES.fetch_add(1, Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
+        let written = (|| {
+            let mut file = std::fs::File::create(&tmp)?;
+            std::io::Write::write_all(&mut file, &json)?;
+            file.sync_all()
+        })();
+        if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
+            // A full disk must not leave a half-written temporary behind.
+            let _ = std::fs::remove_file(&tmp);
+            return Err(anyhow::Error::new(e).context(format!(
+                "saving session {}: the previous state is kept (free space on its disk or fix its permissions)",
+                path.display()
+            )));
+        }
+        if let Some(dir) = path.parent().and_then(|d| std::fs::File::open(d).ok()) {
+            let _ = dir.sync_all();
+        }
         Ok(())
     }
 

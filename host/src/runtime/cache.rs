@@ -18,6 +18,7 @@ use std::fs;
 use std::hash::{Hash, Hasher};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context as _, Result};
 use wasmtime::Engine;
@@ -129,8 +130,18 @@ impl CompileCache {
     /// folder holds more than `max_bytes`, down to nine tenths of it.
     fn prune(&self, keep: &Path) {
         let Ok(entries) = fs::read_dir(&self.dir) else { return };
+        let entries: Vec<fs::DirEntry> = entries.flatten().collect();
+        // A store cut short (the process killed mid-write) leaves its
+        // temporary file; one an hour old belongs to no store still running.
+        let stale = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for e in &entries {
+            let temporary = e.path().extension().is_some_and(|x| x.to_string_lossy().starts_with("tmp"));
+            if temporary && e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < stale) {
+                let _ = fs::remove_file(e.path());
+            }
+        }
         let mut found: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
-            .flatten()
+            .iter()
             .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
             .filter_map(|e| {
                 let meta = e.metadata().ok()?;
@@ -157,14 +168,24 @@ impl CompileCache {
     fn store(&self, path: &Path, component: &Component) -> Result<()> {
         let artifact = component.serialize()?;
         let digest = blake3::hash(&artifact);
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let mut file = fs::File::create(&tmp)?;
-        file.write_all(MAGIC)?;
-        file.write_all(digest.as_bytes())?;
-        file.write_all(&artifact)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)?;
-        Ok(())
+        // One temporary name per store: two threads of one process may
+        // store the same entry at once.
+        static STORES: AtomicU64 = AtomicU64::new(0);
+        let n = STORES.fetch_add(1, Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
+        let written = (|| {
+            let mut file = fs::File::create(&tmp)?;
+            file.write_all(MAGIC)?;
+            file.write_all(digest.as_bytes())?;
+            file.write_all(&artifact)?;
+            file.sync_all()?;
+            fs::rename(&tmp, path)
+        })();
+        if written.is_err() {
+            // A full disk must not leave a half-written entry behind.
+            let _ = fs::remove_file(&tmp);
+        }
+        Ok(written?)
     }
 }
 

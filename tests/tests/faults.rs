@@ -1,0 +1,415 @@
+//! Faults injected for real, each checked for what a user depends on:
+//! nothing lost, nothing half-done, a clear error, a host that keeps
+//! serving.
+//!
+//! - `toolhost` killed with SIGKILL at spread moments of a Write, an Edit, a
+//!   task update (session save) and a compile-cache store: the file is the
+//!   old or the new bytes, the session and the cache load next time;
+//! - a full disk (a small tmpfs, mounted here: root is needed, and under
+//!   `CI=true` its absence fails the test) as the working directory and as
+//!   the state folder;
+//! - a plugin file rewritten while hosts load it;
+//! - a working directory deleted while a call runs in it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost::permission::Mode;
+use toolhost::state::{AgentState, StateBounds};
+use toolhost::{CallRequest, PermissionAnswer, Toolhost};
+use toolhost_e2e::{Scratch, call, guest, root, toolhost_bin};
+
+/// How many times each kill is tried, at moments spread over a whole run.
+const KILLS: usize = 12;
+
+/// `toolhost <args>` in `scratch` as [`Scratch::cli`] runs it, not waited for.
+fn spawn(scratch: &Scratch, cache: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(toolhost_bin())
+        .current_dir(scratch.work())
+        .arg("--cache-dir")
+        .arg(cache)
+        .args(args)
+        .env("HOME", scratch.dir.path())
+        .env_remove("XDG_STATE_HOME")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting toolhost")
+}
+
+/// Runs `args` to the end once (so the moments to kill at are known),
+/// then `KILLS` times killed with SIGKILL at moments spread from a fifth of
+/// that run's length to its end, calling `reset` before and `check` after
+/// each. Returns how many runs were killed before they finished.
+fn kill_at_spread_moments(
+    scratch: &Scratch,
+    cache: &Path,
+    args: &[&str],
+    mut reset: impl FnMut(),
+    mut check: impl FnMut(usize),
+) -> usize {
+    reset();
+    let started = Instant::now();
+    let status = spawn(scratch, cache, args).wait().expect("waiting for toolhost");
+    let whole = started.elapsed();
+    assert!(status.success(), "the run to be killed fails on its own: toolhost {}", args.join(" "));
+    check(usize::MAX);
+    let mut killed = 0;
+    for i in 0..KILLS {
+        reset();
+        let mut child = spawn(scratch, cache, args);
+        let at = whole.mul_f64(0.2 + 0.8 * i as f64 / KILLS as f64);
+        std::thread::sleep(at);
+        let finished = child.try_wait().expect("polling toolhost").is_some();
+        child.kill().ok();
+        child.wait().expect("reaping toolhost");
+        if !finished {
+            killed += 1;
+        }
+        check(i);
+    }
+    killed
+}
+
+/// About 2 MB in 20 long lines: long enough to write that a kill lands in
+/// it, few lines so that the tools' diff of old and new stays cheap.
+fn lines(word: &str) -> String {
+    (0..20).map(|i| format!("{word} line {i} {}\n", "x".repeat(100_000))).collect()
+}
+
+/// Names in `dir` other than `keep`, except the temporary files a killed
+/// write leaves (`.toolhost-PID-N.tmp`, never read as the target).
+fn strays(dir: &Path, keep: &[&str]) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("listing the working directory")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| !keep.contains(&n.as_str()) && !(n.starts_with(".toolhost-") && n.ends_with(".tmp")))
+        .collect()
+}
+
+/// The compile cache the suites share.
+fn cache_dir() -> PathBuf {
+    root().join("target/test-cache")
+}
+
+#[test]
+fn a_write_killed_midway_leaves_the_old_or_the_new_file() {
+    let scratch = Scratch::new();
+    let target = scratch.work().join("target.txt");
+    let (old, new) = (lines("old"), lines("new"));
+    let batch = scratch.dir.path().join("batch.json");
+    std::fs::write(
+        &batch,
+        json!([
+            {"tool": "Read", "input": {"file_path": target, "limit": 1}},
+            {"tool": "Write", "input": {"file_path": target, "content": new}},
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let mut seen = (0, 0);
+    let killed = kill_at_spread_moments(
+        &scratch,
+        &cache_dir(),
+        &["--mode", "accept-edits", "run", batch.to_str().unwrap()],
+        || std::fs::write(&target, &old).unwrap(),
+        |i| {
+            let now = std::fs::read_to_string(&target).expect("the target is still there");
+            assert!(now == old || now == new, "kill {i}: the file is neither the old nor the new bytes");
+            if now == old {
+                seen.0 += 1
+            } else {
+                seen.1 += 1
+            }
+            assert_eq!(strays(&scratch.work(), &["target.txt"]), Vec::<String>::new());
+        },
+    );
+    println!("killed {killed} of {KILLS} runs; old {} times, new {} times", seen.0, seen.1);
+    assert!(killed > 0, "no run was killed before it finished");
+}
+
+#[test]
+fn an_edit_killed_midway_leaves_the_old_or_the_new_file() {
+    let scratch = Scratch::new();
+    let target = scratch.work().join("edited.txt");
+    let old = lines("old");
+    let new = lines("new");
+    let batch = scratch.dir.path().join("batch.json");
+    std::fs::write(
+        &batch,
+        json!([
+            {"tool": "Read", "input": {"file_path": target, "limit": 1}},
+            {"tool": "Edit", "input": {"file_path": target, "old_string": "old line", "new_string": "new line", "replace_all": true}},
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let killed = kill_at_spread_moments(
+        &scratch,
+        &cache_dir(),
+        &["--mode", "accept-edits", "run", batch.to_str().unwrap()],
+        || std::fs::write(&target, &old).unwrap(),
+        |i| {
+            let now = std::fs::read_to_string(&target).expect("the target is still there");
+            assert!(now == old || now == new, "kill {i}: the file is neither the old nor the new bytes");
+            assert_eq!(strays(&scratch.work(), &["edited.txt"]), Vec::<String>::new());
+        },
+    );
+    assert!(killed > 0, "no run was killed before it finished");
+}
+
+#[test]
+fn a_task_update_killed_midway_leaves_a_session_that_loads() {
+    let scratch = Scratch::new();
+    let cache = cache_dir();
+    // A large session, so that saving it takes a while.
+    let description = "d".repeat(100_000);
+    for subject in ["a", "b", "c"] {
+        let input = json!({"subject": subject, "description": description}).to_string();
+        let out = scratch.cli(&["call", "--session", "s", "TaskCreate", &input]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let mut round = 0;
+    let args = ["call", "--session", "s", "TaskUpdate", r#"{"task_id": "2", "subject": "renamed"}"#];
+    let killed = kill_at_spread_moments(
+        &scratch,
+        &cache,
+        &args,
+        || {
+            round += 1;
+        },
+        |i| {
+            let out = scratch.cli(&["call", "--json", "--session", "s", "TaskGet", r#"{"task_id": "3"}"#]);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "kill {i}: the session does not load: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(text.contains(&description[..1000]), "kill {i}: task 3 lost its description");
+        },
+    );
+    let files: Vec<String> = std::fs::read_dir(scratch.cli_sessions())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "s.json" && !n.contains(".tmp"))
+        .collect();
+    assert_eq!(files, Vec::<String>::new(), "only the session (and temporaries of killed saves) are there");
+    assert!(killed > 0, "no run was killed before it finished (of {round})");
+}
+
+#[test]
+fn a_compile_cache_store_killed_midway_leaves_a_cache_that_loads() {
+    let scratch = Scratch::new();
+    let cache = scratch.dir.path().join("cache");
+    let echo = guest("echo").display().to_string();
+    let args = ["--no-builtins", "--plugin", &echo, "call", "Echo", r#"{"text": "still here"}"#];
+    // Every run starts on an empty cache (baseline and optimised code), so
+    // each compiles and stores.
+    let clear = || {
+        let _ = std::fs::remove_dir_all(&cache);
+    };
+    let killed = kill_at_spread_moments(&scratch, &cache, &args, clear, |i| {
+        // The next run over whatever the killed one left must work.
+        let out = Command::new(toolhost_bin())
+            .current_dir(scratch.work())
+            .arg("--cache-dir")
+            .arg(&cache)
+            .args(args)
+            .env("HOME", scratch.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "kill {i}: the next run fails: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "still here");
+    });
+    assert!(killed > 0, "no run was killed before it finished");
+}
+
+// ---- a full disk -------------------------------------------------------
+
+/// A tmpfs mounted for one test, unmounted when dropped (also when the test
+/// fails).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (as `mount -o size=` takes it) on `dir`.
+    /// `None` when this process may not mount (not root): the test skips,
+    /// except under `CI=true`, where it fails.
+    fn mount(dir: &Path, size: &str) -> Option<Self> {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(dir).output();
+        match out {
+            Ok(o) if o.status.success() => Some(Self(dir.to_path_buf())),
+            other => {
+                let why = match other {
+                    Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
+                    Err(e) => e.to_string(),
+                };
+                assert!(
+                    std::env::var("CI").is_err(),
+                    "cannot mount a tmpfs for the disk-full tests (root is needed): {why}"
+                );
+                eprintln!("skipped: cannot mount a tmpfs ({why})");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_working_directory_fails_the_write_keeps_the_old_file_and_keeps_serving() {
+    let scratch = Scratch::new();
+    let Some(_disk) = Tmpfs::mount(&scratch.work(), "256k") else { return };
+    let work = scratch.work();
+    let file = work.join("keep.txt");
+    std::fs::write(&file, "the old bytes\n").unwrap();
+    let mut settings = scratch.settings();
+    settings.permissions.mode = Mode::AcceptEdits;
+    let host = scratch.host(settings).await;
+    let read = |host: &Toolhost| {
+        let host = host.clone();
+        let file = file.clone();
+        async move { call(&host, "Read", json!({"file_path": file}), PermissionAnswer::Deny).await }
+    };
+    assert_eq!(read(&host).await.state, toolhost::response::ResultState::Success);
+
+    let big = "x".repeat(1 << 20);
+    let r = call(&host, "Write", json!({"file_path": file, "content": big}), PermissionAnswer::Deny).await;
+    assert_eq!(r.state, toolhost::response::ResultState::Error, "{}", r.text());
+    assert!(r.text().contains("No space left on device"), "the error names the cause: {}", r.text());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "the old bytes\n", "the old file is intact");
+    let left: Vec<_> = std::fs::read_dir(&work).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("keep.txt")], "no half-written temporary is left");
+
+    // The host keeps serving: a write that fits goes through.
+    let r = read(&host).await;
+    assert_eq!(r.state, toolhost::response::ResultState::Success, "{}", r.text());
+    let r =
+        call(&host, "Write", json!({"file_path": file, "content": "the new bytes\n"}), PermissionAnswer::Deny).await;
+    assert_eq!(r.state, toolhost::response::ResultState::Success, "{}", r.text());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "the new bytes\n");
+}
+
+#[test]
+fn a_full_state_folder_fails_the_save_and_keeps_the_old_session() {
+    let scratch = Scratch::new();
+    let dir = scratch.dir.path().join("sessions");
+    let Some(_disk) = Tmpfs::mount(&dir, "256k") else { return };
+    let path = dir.join("s.json");
+    let state = AgentState::open(&path).expect("a new session");
+    state.set("small", json!("kept"), StateBounds::NONE).unwrap();
+    state.save().expect("a small session fits");
+    let saved = std::fs::read(&path).unwrap();
+
+    state.set("big", json!("y".repeat(400_000)), StateBounds::NONE).unwrap();
+    let err = format!("{:#}", state.save().expect_err("the disk is full"));
+    assert!(err.contains("No space left on device") && err.contains("previous state is kept"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), saved, "the old session file is intact");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("s.json")], "no half-written temporary is left");
+    let reopened = AgentState::open(&path).expect("the old session loads");
+    assert_eq!(reopened.get("small"), Some(json!("kept")));
+}
+
+// ---- a plugin rewritten while it loads -----------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_rewritten_while_hosts_load_it_loads_whole_or_fails_clearly() {
+    let scratch = Scratch::new();
+    let bytes = std::fs::read(guest("echo")).unwrap();
+    let plugin = scratch.dir.path().join("echo.wasm");
+    std::fs::write(&plugin, &bytes).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Rewrites the file in place, over and over: truncated, then half,
+    // then whole (what a copy onto a running plugin does).
+    let writer = {
+        let (plugin, bytes, stop) = (plugin.clone(), bytes.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::fs::write(&plugin, b"").unwrap();
+                std::fs::write(&plugin, &bytes[..bytes.len() / 2]).unwrap();
+                std::fs::write(&plugin, &bytes).unwrap();
+            }
+        })
+    };
+    let (mut loaded, mut refused) = (0, 0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while (loaded < 3 || refused < 3) && Instant::now() < deadline {
+        let mut settings = scratch.settings();
+        settings.builtins = false;
+        settings.plugins.push(plugin.clone());
+        match Toolhost::builder().settings(settings, None).build().await {
+            Ok(host) => {
+                let r = call(&host, "Echo", json!({"text": "whole"}), PermissionAnswer::Deny).await;
+                if r.text() == "whole" {
+                    loaded += 1;
+                } else {
+                    // Loaded lazily from a file cut short: refused, clearly.
+                    assert_eq!(r.state, toolhost::response::ResultState::Error, "{}", r.text());
+                    assert!(r.text().contains("Echo") || r.text().contains("echo.wasm"), "{}", r.text());
+                    refused += 1;
+                }
+            }
+            Err(e) => {
+                assert_clear(&format!("{e:#}"));
+                refused += 1;
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    println!("loaded {loaded} times, refused {refused} times");
+    assert!(loaded + refused > 0);
+}
+
+fn assert_clear(message: &str) {
+    assert!(message.contains("echo.wasm"), "a refused load names the file: {message}");
+}
+
+// ---- a working directory deleted under a running call --------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_working_directory_deleted_while_a_call_runs_gives_clear_errors_and_the_host_recovers() {
+    let scratch = Scratch::new();
+    let work = scratch.work();
+    std::fs::write(work.join("a.txt"), "a\n").unwrap();
+    let mut settings = scratch.settings();
+    settings.permissions.allow.push("Bash".into());
+    let host = scratch.host(settings).await;
+
+    let running = {
+        let host = host.clone();
+        tokio::spawn(async move {
+            let input = json!({"command": "sleep 1; cat a.txt; echo done"}).to_string();
+            host.call(CallRequest::new("Bash", input)).finish(PermissionAnswer::Deny).await.into_response()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::remove_dir_all(&work).unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(30), running).await.expect("the call ends").unwrap();
+    println!("the running call: {:?} {}", r.state, r.text());
+    assert!(!r.text().lines().any(|l| l == "a"), "the deleted file cannot have been read: {}", r.text());
+
+    let r = call(&host, "Read", json!({"file_path": work.join("a.txt")}), PermissionAnswer::Deny).await;
+    assert_eq!(r.state, toolhost::response::ResultState::Error);
+    assert!(r.text().contains("does not exist"), "a clear error: {}", r.text());
+    let r = call(&host, "Glob", json!({"pattern": "*.txt"}), PermissionAnswer::Deny).await;
+    assert!(r.state == toolhost::response::ResultState::Error || r.text().contains("No files found"), "{}", r.text());
+
+    // Put back, the folder serves again.
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("a.txt"), "back\n").unwrap();
+    let r = call(&host, "Read", json!({"file_path": work.join("a.txt")}), PermissionAnswer::Deny).await;
+    assert_eq!(r.state, toolhost::response::ResultState::Success, "{}", r.text());
+    assert!(r.text().contains("back"));
+}
