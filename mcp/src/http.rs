@@ -240,6 +240,18 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Answers a connection that found no free slot: 503, and closed.
+async fn refuse_busy(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt as _;
+    let body = format!("toolhost serve is serving {MAX_CONNECTIONS} connections at once; retry shortly\n");
+    let reply = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(reply.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,16 +272,4 @@ mod tests {
         assert!(!same(b"abc", b"abd"));
         assert!(!same(b"ab", b"abc"));
     }
-}
-
-/// Answers a connection that found no free slot: 503, and closed.
-async fn refuse_busy(mut stream: tokio::net::TcpStream) {
-    use tokio::io::AsyncWriteExt as _;
-    let body = format!("toolhost serve is serving {MAX_CONNECTIONS} connections at once; retry shortly\n");
-    let reply = format!(
-        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = stream.write_all(reply.as_bytes()).await;
-    let _ = stream.shutdown().await;
 }

@@ -363,11 +363,11 @@ impl HttpTarget {
         // A pooled connection the server closed meanwhile (idle past its
         // header timeout) fails before any reply: retried once on a new one,
         // as HTTP clients do.
-        if let Some(mut conn) = pooled {
-            if let Ok(reply) = exchange(&mut conn, &request).await {
-                self.idle.lock().expect("idle connections").push(conn);
-                return Ok(reply);
-            }
+        if let Some(mut conn) = pooled
+            && let Ok(reply) = exchange(&mut conn, &request).await
+        {
+            self.idle.lock().expect("idle connections").push(conn);
+            return Ok(reply);
         }
         let stream = TcpStream::connect(&self.addr).await.map_err(|e| format!("connect: {e}"))?;
         let mut conn = BufReader::new(stream);

@@ -86,7 +86,7 @@ fn strays(dir: &Path, keep: &[&str]) -> Vec<String> {
     std::fs::read_dir(dir)
         .expect("listing the working directory")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|n| !keep.contains(&n.as_str()) && !(n.starts_with(".toolhost-") && n.ends_with(".tmp")))
+        .filter(|n| !(keep.contains(&n.as_str()) || n.starts_with(".toolhost-") && n.ends_with(".tmp")))
         .collect()
 }
 
