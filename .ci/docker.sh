@@ -37,7 +37,7 @@ _th_stop() {
 
 _th_setup() {
     if ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1 \
-        || ! [ -x /bin/busybox ] || ! file -L /bin/busybox 2>/dev/null | grep -q 'statically linked'; then
+        || ! dpkg -s busybox-static >/dev/null 2>&1; then
         (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
             docker.io busybox-static) >/dev/null \
             || { _th_fail "could not install docker.io and busybox-static"; return 1; }

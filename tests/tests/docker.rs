@@ -373,3 +373,16 @@ fn no_engine_is_a_prompt_error_that_says_what_was_tried() {
         assert!(started.elapsed() < Duration::from_secs(30), "{host}: {:?}", started.elapsed());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_host_removes_its_container_at_once() {
+    if !engine() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let host = scratch.host(on_docker(&scratch, &[])).await;
+    let id = bash(&host, "hostname", 20_000).await.text().trim().to_string();
+    assert!(container_exists(&id), "{id}");
+    drop(host);
+    assert!(!container_exists(&id), "the container {id} outlived its host");
+}

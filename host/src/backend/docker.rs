@@ -324,6 +324,7 @@ impl Drop for DockerBackend {
     fn drop(&mut self) {
         let Some(session) = self.state.get_mut().session.take() else { return };
         let id = session.id.clone();
+        tracing::debug!("removing the Docker container {id}");
         // Dropping the session closes the helper's stdin; removing it now
         // makes the end certain. A runtime of its own, on a thread of its own:
         // drop may run inside the host's runtime.
