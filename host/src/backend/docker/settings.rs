@@ -81,7 +81,7 @@ impl DockerSettings {
                 );
             }
         }
-        if settings.cpus.is_some_and(|c| !(c > 0.0)) {
+        if settings.cpus.is_some_and(|c| c.is_nan() || c <= 0.0) {
             bail!("[backend.docker] cpus must be a positive number of cores (e.g. 1.5)");
         }
         if settings.max_processes == 0 || settings.max_memory_bytes < (16 << 20) {
