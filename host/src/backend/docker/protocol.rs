@@ -72,7 +72,7 @@ pub fn drain(buf: &mut Vec<u8>) -> Result<Vec<(u32, Event)>, String> {
     let mut at = 0;
     while buf.len() - at >= 4 {
         let len = u32::from_le_bytes(buf[at..at + 4].try_into().expect("4 bytes")) as usize;
-        if len < 5 || len > (64 << 20) {
+        if !(5..=(64 << 20)).contains(&len) {
             return Err(format!("malformed frame from the helper (length {len})"));
         }
         if buf.len() - at - 4 < len {
