@@ -29,6 +29,38 @@ fn main() {
         build_guests(&guests, &target_dir);
     }
     write_builtins(&wasm_dir, &guests.join("tools"));
+    build_docker_helper(&manifest_dir);
+}
+
+/// Builds the Docker backend's resident helper (`docker-helper/main.rs`,
+/// standard library only) as a static executable for the host's own
+/// architecture, embedded by `backend/docker/helper.rs`. Containers share
+/// the host's kernel and architecture; the image need not have a libc.
+fn build_docker_helper(manifest_dir: &Path) {
+    let source = manifest_dir.join("docker-helper/main.rs");
+    println!("cargo:rerun-if-changed={}", source.display());
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("toolhost-docker-helper");
+    let target = std::env::var("TARGET").expect("cargo sets TARGET");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let mut cmd = Command::new(&rustc);
+    cmd.args(["--edition", "2024", "--crate-name", "toolhost_docker_helper", "--target", &target])
+        .args(["-C", "opt-level=s", "-C", "strip=symbols", "-C", "panic=abort"])
+        .args(["-C", "target-feature=+crt-static", "-o"])
+        .arg(&out)
+        .arg(&source);
+    for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS"] {
+        cmd.env_remove(var);
+    }
+    let output = cmd.output().unwrap_or_else(|e| panic!("could not run `{rustc}` for the Docker helper: {e}"));
+    if !output.status.success() {
+        panic!(
+            "building the Docker helper {} failed: {}; a static build needs the C library's static archive \
+             (Debian: libc6-dev)",
+            source.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    println!("cargo:rustc-env=TOOLHOST_DOCKER_HELPER={}", out.display());
 }
 
 fn build_guests(guests: &Path, target_dir: &Path) {

@@ -101,12 +101,15 @@ pub struct Global {
     /// The lock file `lock` writes and --locked checks [default: toolhost.lock beside the settings file]
     #[arg(long, global = true, value_name = "FILE")]
     pub lock_file: Option<PathBuf>,
-    /// Where file and process operations run: a backend kind (local) [default: [backend] kind, else local]
+    /// Where file and process operations run: a backend kind (local, docker) [default: [backend] kind, else local]
     #[arg(long, global = true, value_name = "KIND")]
     pub backend: Option<String>,
     /// Confine the processes of the local backend with Landlock, seccomp and cgroups: on (fail where the kernel cannot), auto (else warn and run unconfined), off [default: [backend.local] sandbox, else off]
     #[arg(long, global = true, value_name = "MODE", value_parser = ["on", "auto", "off"])]
     pub sandbox: Option<String>,
+    /// The image of the Docker backend's container (it must exist on the engine; never pulled) [default: [backend.docker] image]
+    #[arg(long, global = true, value_name = "IMAGE")]
+    pub docker_image: Option<String>,
     /// More log output on stderr (-v info, -vv debug)
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -186,6 +189,9 @@ impl Global {
         }
         if let Some(mode) = &self.sandbox {
             s.set_local_sandbox(mode);
+        }
+        if let Some(image) = &self.docker_image {
+            s.set_docker_image(image);
         }
         Ok((s, path))
     }

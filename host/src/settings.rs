@@ -321,6 +321,18 @@ impl Settings {
         }
     }
 
+    /// Sets `[backend.docker] image` (what `--docker-image` does), keeping
+    /// the table's other keys.
+    pub fn set_docker_image(&mut self, image: &str) {
+        let docker = self.backend.options.entry("docker").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !docker.is_table() {
+            *docker = toml::Value::Table(toml::Table::new());
+        }
+        if let toml::Value::Table(table) = docker {
+            table.insert("image".into(), toml::Value::String(image.into()));
+        }
+    }
+
     /// Reads a settings file. Relative paths in it are resolved against the
     /// file's directory. Errors name the file and the offending key.
     pub fn load(path: &Path) -> Result<Self> {

@@ -123,6 +123,10 @@ impl Scratch {
         if let Some(mode) = test_sandbox() {
             s.set_local_sandbox(&mode);
         }
+        if let Some(image) = test_docker_image() {
+            s.backend.kind = "docker".into();
+            s.set_docker_image(&image);
+        }
         s.permissions.working_dirs = vec![self.work().display().to_string()];
         s.cache_dir = Some(root().join("target/test-cache"));
         s.state_dir = Some(self.dir.path().join("sessions"));
@@ -154,6 +158,12 @@ impl Scratch {
             .arg("--cache-dir")
             .arg(root().join("target/test-cache"))
             .args(test_sandbox().map(|mode| ["--sandbox".to_string(), mode]).into_iter().flatten())
+            .args(
+                test_docker_image()
+                    .map(|i| ["--backend".into(), "docker".into(), "--docker-image".into(), i])
+                    .into_iter()
+                    .flatten(),
+            )
             .args(args)
             .env("HOME", self.dir.path())
             .env_remove("XDG_STATE_HOME")
@@ -172,6 +182,17 @@ impl Scratch {
 /// The sandbox mode `TOOLHOST_TEST_SANDBOX` asks the suites to run under.
 pub fn test_sandbox() -> Option<String> {
     std::env::var("TOOLHOST_TEST_SANDBOX").ok().filter(|m| !m.is_empty())
+}
+
+/// With `TOOLHOST_TEST_BACKEND=docker`, the image the suites run their
+/// commands in (`TOOLHOST_DOCKER_IMAGE`, default `toolhost-busybox`, the
+/// image `.ci/docker.sh` imports).
+pub fn test_docker_image() -> Option<String> {
+    match std::env::var("TOOLHOST_TEST_BACKEND").ok().filter(|b| !b.is_empty()).as_deref() {
+        None | Some("local") => None,
+        Some("docker") => Some(std::env::var("TOOLHOST_DOCKER_IMAGE").unwrap_or_else(|_| "toolhost-busybox".into())),
+        Some(other) => panic!("TOOLHOST_TEST_BACKEND={other}: the suites run on `local` or `docker`"),
+    }
 }
 
 impl Default for Scratch {

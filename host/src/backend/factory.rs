@@ -41,10 +41,11 @@ pub struct BackendFactories {
 }
 
 impl Default for BackendFactories {
-    /// Every kind toolhost ships: `local`.
+    /// Every kind toolhost ships: `local` and `docker`.
     fn default() -> Self {
         let mut factories = Self::empty();
         factories.kinds.insert(LOCAL, make_local);
+        factories.kinds.insert(super::docker::DOCKER, super::docker::make);
         factories
     }
 }

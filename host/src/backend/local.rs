@@ -606,7 +606,9 @@ fn write_atomic(dir: &Dir, rel: &Path, contents: &[u8]) -> io::Result<()> {
         }
         None => dir.try_clone()?,
     };
-    let mode = pdir.metadata(&name).ok().filter(|m| m.is_file()).map(|m| m.mode() & 0o7777);
+    let existing = pdir.metadata(&name).ok().filter(|m| m.is_file());
+    let mode = existing.as_ref().map(|m| m.mode() & 0o7777);
+    let owner = existing.as_ref().map(|m| (m.uid(), m.gid()));
 
     let mut opts = OpenOptions::new();
     opts.write(true).create_new(true);
@@ -622,6 +624,15 @@ fn write_atomic(dir: &Dir, rel: &Path, contents: &[u8]) -> io::Result<()> {
     let result = (|| {
         let mut f = file.into_std();
         f.write_all(contents)?;
+        // Keep the owner where we may (a user can only give a file to
+        // itself, but root, or a container's helper user, writes others').
+        if let Some((uid, gid)) = owner {
+            use std::os::unix::fs::MetadataExt as _;
+            let meta = f.metadata()?;
+            if (meta.uid(), meta.gid()) != (uid, gid) {
+                let _ = std::os::unix::fs::fchown(&f, Some(uid), Some(gid));
+            }
+        }
         if let Some(mode) = mode {
             f.set_permissions(std::fs::Permissions::from_mode(mode))?;
         }

@@ -7,6 +7,7 @@
 //! place where paths are resolved, so the capability check lives here once.
 
 pub mod denied;
+pub mod docker;
 pub mod factory;
 pub mod local;
 pub mod scope;

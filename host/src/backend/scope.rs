@@ -77,6 +77,26 @@ impl FsScope {
         Self { roots, read_only_because: Some(because.into()), ..self.clone() }
     }
 
+    /// The same scope narrowed to what `visible` shows (absolute, symlink-free
+    /// folders, each with whether it may be written): a root inside a visible
+    /// folder stays (read-only when the folder is), a root holding visible
+    /// folders becomes those folders, anything else goes. The Docker backend
+    /// uses it so that a tool reaches only what its container has bound.
+    pub fn within(&self, visible: &[(PathBuf, bool)]) -> Self {
+        let mut roots = Vec::new();
+        for r in &self.roots {
+            let real = r.real.clone().unwrap_or_else(|| r.path.clone());
+            for (folder, write) in visible {
+                if real.starts_with(folder) {
+                    roots.push(Root { path: r.path.clone(), write: r.write && *write, real: r.real.clone() });
+                } else if let Ok(rel) = folder.strip_prefix(&real) {
+                    roots.push(Root { path: r.path.join(rel), write: r.write && *write, real: Some(folder.clone()) });
+                }
+            }
+        }
+        Self { read_only_because: self.read_only_because.clone(), ..Self::new(&self.tool, roots, self.hint.clone()) }
+    }
+
     /// The granted roots.
     pub fn roots(&self) -> &[Root] {
         &self.roots
@@ -183,6 +203,18 @@ mod tests {
     #[test]
     fn prefix_of_a_name_is_not_containment() {
         assert!(scope().locate("/workshop/a", Access::Read).is_err());
+    }
+
+    #[test]
+    fn within_keeps_only_what_is_visible() {
+        let visible = vec![(PathBuf::from("/work"), true), (PathBuf::from("/docs/api"), true)];
+        let narrowed = scope().within(&visible);
+        assert!(narrowed.locate("/work/a", Access::Write).is_ok());
+        assert!(narrowed.locate("/docs/api/x.md", Access::Read).is_ok());
+        assert!(narrowed.locate("/docs/api/x.md", Access::Write).is_err(), "the root was read-only");
+        assert!(narrowed.locate("/docs/other.md", Access::Read).is_err(), "not bound");
+        let ro = scope().within(&[(PathBuf::from("/work"), false)]);
+        assert!(ro.locate("/work/a", Access::Write).is_err());
     }
 
     #[test]
