@@ -5,8 +5,10 @@
 //! [`connect_servers`] starts (or reaches) every configured server, lists
 //! its tools and offers them through
 //! [`Toolhost::offer_upstream_tools`]; a server that cannot be started is
-//! reported and offers nothing, and is tried again on the next call of one
-//! of its tools. A server that died is started again by the next call. Its
+//! reported and offers nothing (a `toolhost` command tries again when it
+//! next runs; a running `serve` does not offer its tools until restarted).
+//! A server that died after it was listed is started again by the next
+//! call of one of its tools. Its
 //! `notifications/tools/list_changed` makes toolhost list it again and
 //! offer the new set, which moves [`Toolhost::tool_list_changes`] (and so
 //! the list_changed toolhost sends its own MCP clients).
