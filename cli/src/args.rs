@@ -198,6 +198,12 @@ impl Global {
 
     /// A host built from the settings and flags, with warnings printed.
     pub async fn host(&self) -> Result<Toolhost> {
+        self.host_with(|_| true).await
+    }
+
+    /// The host, with the tools of the upstream MCP servers `wanted`
+    /// accepts (each such server is started, or reached, now).
+    pub async fn host_with(&self, wanted: impl Fn(&str) -> bool) -> Result<Toolhost> {
         let (settings, read) = self.settings()?;
         let remember = Settings::remember_path(read.as_deref())?;
         let mut builder = Toolhost::builder().settings(settings, Some(remember));
@@ -211,6 +217,9 @@ impl Global {
         }
         for problem in host.skill_problems() {
             eprintln!("warning: {} (skipped)", crate::shown::line(problem));
+        }
+        for problem in toolhost_mcp::upstream::connect_servers_where(&host, wanted).await {
+            eprintln!("warning: {}", crate::shown::line(&problem));
         }
         Ok(host)
     }

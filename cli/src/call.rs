@@ -15,7 +15,8 @@ use super::{ask_user, exit, prompt, shown};
 use crate::out::outln;
 
 pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
-    let host = global.host().await?;
+    // Only the upstream MCP server the tool belongs to is started.
+    let host = global.host_with(|server| is_server_of(server, &args.tool)).await?;
     let input = match args.input.as_deref() {
         None => "{}".to_string(),
         Some("-") => {
@@ -170,4 +171,10 @@ pub async fn resume(global: &Global, args: ResumeArgs) -> Result<u8> {
         ResultState::Denied => exit::DENIED,
         _ => exit::ERROR,
     })
+}
+
+/// Whether `tool` is named as a tool of upstream server `server`
+/// (`mcp__{server}__…`).
+fn is_server_of(server: &str, tool: &str) -> bool {
+    tool.strip_prefix("mcp__").and_then(|rest| rest.strip_prefix(server)).is_some_and(|after| after.starts_with("__"))
 }

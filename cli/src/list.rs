@@ -83,6 +83,7 @@ pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
         Origin::Builtin => "built-in".to_string(),
         Origin::File(p) => p.display().to_string(),
         Origin::Native => "native (registered from Rust)".to_string(),
+        Origin::Mcp(server) => format!("MCP server {server}"),
     };
     outln!("origin: {from}   WIT: toolhost:tool@{}   sha256: {}", t.wit_version, t.sha256);
     outln!("declared capabilities: {}", declared(&t));
@@ -118,6 +119,7 @@ fn origin(t: &ToolInfo) -> String {
         Origin::Builtin => "built-in".into(),
         Origin::File(_) => "plugin".into(),
         Origin::Native => "native".into(),
+        Origin::Mcp(_) => "mcp".into(),
     }
 }
 

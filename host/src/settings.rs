@@ -52,6 +52,11 @@
 //!
 //! [skills]                            # folders with a SKILL.md, read with the Skill tool
 //! dirs = ["skills/"]
+//!
+//! [mcp_servers.docs]                  # an upstream MCP server: its tools become mcp__docs__TOOL
+//! command = "python3"                 # stdio; or url = "http://…/mcp" (+ headers)
+//! args = ["docs_server.py"]
+//! env = { DOCS_ROOT = "/srv/docs" }
 //! ```
 
 use std::collections::BTreeMap;
@@ -172,6 +177,77 @@ pub struct Settings {
     pub groups: BTreeMap<String, GroupSettings>,
     /// Where skills are found (`[skills]`).
     pub skills: SkillSettings,
+    /// Upstream MCP servers whose tools toolhost offers as its own
+    /// (`[mcp_servers.NAME]`), by name.
+    pub mcp_servers: BTreeMap<String, McpServerSettings>,
+}
+
+/// One `[mcp_servers.NAME]` table: an MCP server whose tools become
+/// toolhost tools named `mcp__NAME__TOOL`. Exactly one of `command` (a
+/// process spoken to over stdio) or `url` (streamable HTTP) is given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerSettings {
+    /// The program to start (stdio transport).
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables its process gets besides the scrubbed base environment
+    /// (`PATH`, `HOME`, `LANG`, …; nothing else of toolhost's is inherited).
+    pub env: BTreeMap<String, String>,
+    /// The streamable HTTP endpoint (`http://host:port/mcp`).
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request (such as `Authorization`).
+    pub headers: BTreeMap<String, String>,
+    /// How long starting the server and listing its tools may take, in
+    /// milliseconds (default 30000). Calls are bounded by `[limits]
+    /// timeout_ms` like every tool's.
+    pub startup_timeout_ms: Option<u64>,
+    /// Whether a tool's `readOnlyHint` annotation makes it read-only (allowed
+    /// without asking, in every mode, unless a deny or ask rule matches).
+    /// Default true, as AgentScope does; false makes every tool of this
+    /// server ask unless an allow rule says otherwise.
+    pub trust_read_only_hints: Option<bool>,
+}
+
+impl McpServerSettings {
+    /// Checks the table of server `name`: a name the tool names can carry
+    /// and exactly one transport.
+    pub fn validate(&self, name: &str) -> Result<(), String> {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(format!(
+                "[mcp_servers.{name}]: a server name must be 1 or more characters of A-Z, a-z, 0-9, _ or - \
+                 (it becomes part of its tools' names, mcp__{name}__TOOL)"
+            ));
+        }
+        match (&self.command, &self.url) {
+            (Some(_), Some(_)) => Err(format!(
+                "[mcp_servers.{name}] has both `command` and `url`; give `command` (+ args, env) for a server \
+                 started over stdio, or `url` (+ headers) for one reached over HTTP"
+            )),
+            (None, None) => Err(format!(
+                "[mcp_servers.{name}] has neither `command` nor `url`; give `command` (+ args, env) for a server \
+                 started over stdio, or `url` (+ headers) for one reached over HTTP"
+            )),
+            (Some(_), None) if !self.headers.is_empty() => {
+                Err(format!("[mcp_servers.{name}]: `headers` apply only to a server reached by `url`"))
+            }
+            (None, Some(_)) if !self.args.is_empty() || !self.env.is_empty() => {
+                Err(format!("[mcp_servers.{name}]: `args` and `env` apply only to a server started by `command`"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether `readOnlyHint` is believed (default true).
+    pub fn trusts_read_only_hints(&self) -> bool {
+        self.trust_read_only_hints.unwrap_or(true)
+    }
+
+    /// The start-up (connect and list) timeout.
+    pub fn startup_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.startup_timeout_ms.unwrap_or(30_000))
+    }
 }
 
 /// One `[groups.NAME]` table: a group of tools the model turns on and off
@@ -304,6 +380,7 @@ impl Default for Settings {
             locked: false,
             groups: BTreeMap::new(),
             skills: SkillSettings::default(),
+            mcp_servers: BTreeMap::new(),
         }
     }
 }

@@ -57,6 +57,7 @@ mod pinned;
 pub(crate) mod reload;
 mod replace;
 mod toolkit;
+mod upstream;
 pub(crate) mod watch;
 
 pub use call::tool_error_text;
@@ -182,6 +183,9 @@ impl ToolhostBuilder {
         let rules = settings.permissions.rule_set().context("reading [permissions] rules")?;
         for (name, policy) in &settings.grants {
             policy.validate(name).map_err(anyhow::Error::msg)?;
+        }
+        for (name, server) in &settings.mcp_servers {
+            server.validate(name).map_err(anyhow::Error::msg)?;
         }
         let runtime = Runtime::new(&RuntimeOptions {
             cache_dir: Some(settings.cache_dir()),
@@ -514,10 +518,12 @@ impl Toolhost {
         let policy = match info.origin {
             Origin::Builtin => Policy { env: configured.env, ..Policy::builtin() },
             Origin::File(_) | Origin::Native => configured,
+            // Runs outside toolhost: nothing of a call's grants reaches it.
+            Origin::Mcp(_) => Policy::default(),
         };
         let read_roots = match info.origin {
             Origin::Builtin => self.inner.settings.read_roots.clone(),
-            Origin::File(_) | Origin::Native => Vec::new(),
+            Origin::File(_) | Origin::Native | Origin::Mcp(_) => Vec::new(),
         };
         let builtin = info.origin == Origin::Builtin;
         Grants::intersect(&info.name, &info.capabilities, &policy, &self.inner.working_dirs, &read_roots, builtin)

@@ -2,7 +2,9 @@
 //! ([`toolhost::Toolhost::tool_list_changes`], bumped by each register,
 //! replace and unload) is forwarded to each listening client: a
 //! `subscriptions/listen` sink on 2026-07-28, the session's peer on
-//! 2025-11-25 and earlier.
+//! 2025-11-25 and earlier. A 2026-07-28 listener also follows the group
+//! changes (`reset_tools`) of the agent state its requests share, which
+//! change what it is offered as much as a new tool does.
 
 use std::future::Future;
 
@@ -13,20 +15,40 @@ use tokio_util::sync::CancellationToken;
 /// faster than a notification is sent fold into one: the client lists
 /// again anyway), until either token of `until` fires, the host is gone, or `notify` says
 /// the listener is closed (returns `false`).
-pub(crate) async fn forward<F, Fut>(mut changes: watch::Receiver<u64>, until: [&CancellationToken; 2], mut notify: F)
-where
+pub(crate) async fn forward<F, Fut>(
+    mut changes: watch::Receiver<u64>,
+    mut groups: Option<watch::Receiver<u64>>,
+    until: [&CancellationToken; 2],
+    mut notify: F,
+) where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
     // Only changes after the listener started count.
     changes.mark_unchanged();
+    if let Some(groups) = groups.as_mut() {
+        groups.mark_unchanged();
+    }
     loop {
+        let group_change = async {
+            match groups.as_mut() {
+                Some(groups) => groups.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = until[0].cancelled() => return,
             () = until[1].cancelled() => return,
             changed = changes.changed() => {
                 if changed.is_err() {
                     return;
+                }
+            }
+            alive = group_change => {
+                if !alive {
+                    // The state is gone; the tool set is still followed.
+                    groups = None;
+                    continue;
                 }
             }
         }
@@ -50,7 +72,7 @@ mod tests {
         let counted = sent.clone();
         let task = tokio::spawn(async move {
             let never = CancellationToken::new();
-            forward(rx, [&never, &never], move || {
+            forward(rx, None, [&never, &never], move || {
                 let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
                 async move { n < 2 } // the second send finds the listener closed
             })
@@ -74,7 +96,9 @@ mod tests {
         let stop = CancellationToken::new();
         let stopped = stop.clone();
         let task =
-            tokio::spawn(async move { forward(rx, [&CancellationToken::new(), &stopped], || async { true }).await });
+            tokio::spawn(
+                async move { forward(rx, None, [&CancellationToken::new(), &stopped], || async { true }).await },
+            );
         stop.cancel();
         task.await.unwrap();
     }

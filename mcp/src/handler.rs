@@ -198,7 +198,7 @@ impl ServerHandler for McpFront {
             peer.clone(),
         ));
         tokio::spawn(async move {
-            forward(changes, [&until, &stopping], || {
+            forward(changes, None, [&until, &stopping], || {
                 let peer = peer.clone();
                 async move { peer.notify_tool_list_changed().await.is_ok() }
             })
@@ -224,12 +224,15 @@ impl ServerHandler for McpFront {
         (requested.tools_list_changed == Some(true)).then(|| SubscriptionFilter::builder().tools_list_changed().build())
     }
 
-    /// Forwards each change of the tool set to this subscription until the
-    /// client closes it or the server stops.
+    /// Forwards each change of what this client is offered to this
+    /// subscription until the client closes it or the server stops: the
+    /// host's tool set, and the groups `reset_tools` turns on and off in the
+    /// agent state 2026-07-28 requests share.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink().clone();
         let closed = context.request_context().ct.clone();
-        forward(self.shared.host.tool_list_changes(), [&closed, &self.shared.stopping], || {
+        let groups = self.session_state(SESSIONLESS)?.group_changes();
+        forward(self.shared.host.tool_list_changes(), Some(groups), [&closed, &self.shared.stopping], || {
             let sink = sink.clone();
             async move {
                 match sink.notify_tool_list_changed().await {
@@ -286,8 +289,8 @@ impl ServerHandler for McpFront {
         let driven = drive(host, request, &ctx, asker).await;
         // `reset_tools` changed what this session is offered: tell its
         // client. (2026-07-28 forbids this mid-request message; its
-        // `subscriptions/listen` would watch the sessionless state's
-        // `group_changes` instead.)
+        // `subscriptions/listen` streams follow the sessionless state's
+        // `group_changes` instead, see `listen`.)
         if group_changes.has_changed().unwrap_or(false)
             && !modern
             && let Err(e) = ctx.peer.notify_tool_list_changed().await

@@ -20,6 +20,7 @@ pub mod http;
 mod logs;
 pub mod session;
 mod tools;
+pub mod upstream;
 
 pub use handler::McpFront;
 pub use http::{HttpOptions, serve_http};

@@ -394,14 +394,31 @@ async def scenario_groups(opts, p):
         seen.append(f"{type(message).__name__} {message!r}"[:500])
 
     async with client(opts, message_handler=on_message) as c:
+        listening = None
+        if opts["mode"] != "legacy":
+            # 2026-07-28: changes come on a subscriptions/listen stream.
+            listening = c.listen(tools_list_changed=True)
+            sub = await listening.__aenter__()
+
+            async def count():
+                async for m in sub:
+                    seen.append(f"listen {type(m).__name__}"[:500])
+
+            counter = asyncio.create_task(count())
         before = (await c.list_tools()).tools
         inactive = await c.call_tool(p["tool"], p["args"])
         reset = await c.call_tool("reset_tools", p["groups"])
         # A notification sent during the call arrives before its result;
-        # give a slow transport a moment all the same.
-        await asyncio.sleep(0.2)
+        # give a slow transport (or a listen stream) a moment all the same.
+        await asyncio.sleep(0.5)
         after = (await c.list_tools()).tools
         active = await c.call_tool(p["tool"], p["args"])
+        if listening is not None:
+            counter.cancel()
+            try:
+                await listening.__aexit__(None, None, None)
+            except Exception:
+                pass
         return {
             "before": [t.name for t in before],
             "schema": next(

@@ -18,3 +18,4 @@ pub mod name;
 pub(crate) mod registry;
 pub mod skill;
 pub mod tool;
+pub mod upstream;

@@ -169,6 +169,7 @@ impl<T: Registered> Registry<T> {
                     Origin::Builtin => "the built-in tools".to_string(),
                     Origin::File(p) => p.display().to_string(),
                     Origin::Native => "a function registered from Rust".to_string(),
+                    Origin::Mcp(server) => format!("MCP server {server}"),
                 },
             });
         }

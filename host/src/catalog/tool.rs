@@ -20,6 +20,9 @@ pub enum Origin {
     /// Registered from Rust by the embedding program (a
     /// [`FunctionTool`](super::function::FunctionTool) or a native middleware).
     Native,
+    /// A tool of the upstream MCP server of this name (`[mcp_servers.NAME]`,
+    /// see [`super::upstream`]).
+    Mcp(String),
 }
 
 /// Everything known about a loaded tool, as `toolhost describe` shows it.

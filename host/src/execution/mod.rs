@@ -18,5 +18,6 @@ pub mod instance;
 pub mod loaded;
 pub(crate) mod meta;
 pub mod middleware;
+pub mod upstream;
 
 pub use callable::CallableTool;

@@ -1,0 +1,134 @@
+//! Tools of upstream MCP servers (`[mcp_servers.NAME]`), as the catalog
+//! sees them: what a server's `tools/list` entry becomes (a name
+//! `mcp__{server}__{tool}`, its description and schema with AgentScope's
+//! defaults, its read-only flag), checked like any tool's metadata. How
+//! such a tool is called is [`crate::execution::upstream`].
+//!
+//! Everything a server says is hostile input. The entry is read field by
+//! field from its JSON; the name is sanitised (every character outside
+//! `[A-Za-z0-9_-]` becomes `x`, as AgentScope does) and must then pass the
+//! one name rule ([`super::name`]), so it can never be `Bash` or anything
+//! without the `mcp__{server}__` prefix; the description and schema are
+//! bounded by the same limits as a plugin's ([`super::tool`]); and
+//! `readOnlyHint` is believed only where the user's settings say so
+//! ([`crate::settings::McpServerSettings::trust_read_only_hints`]).
+
+use serde_json::Value;
+
+use super::tool::{MAX_PATH_BYTES, check_text_size};
+use crate::types::{Capabilities, ToolMetadata};
+
+/// The own check of an upstream tool that is not read-only (AgentScope
+/// §9.2): a non-immune ask.
+pub const MCP_TOOL_ASK: &str = "MCP tools must be explicitly allowed by the user.";
+
+/// The own check of a read-only upstream tool (AgentScope §9.2).
+pub const MCP_READ_ONLY_ALLOW: &str = "This is a read-only MCP tool. Allowing execution.";
+
+/// The most tools one server may offer; the rest are reported, not offered.
+pub const MAX_UPSTREAM_TOOLS: usize = 1024;
+
+/// The toolhost name of tool `tool` of server `server`:
+/// `mcp__{server}__{sanitised}`, where every character of `tool` outside
+/// `[A-Za-z0-9_-]` is replaced by `x` (not `_`, which would make `__`).
+pub fn tool_name(server: &str, tool: &str) -> String {
+    let sanitised: String =
+        tool.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { 'x' }).collect();
+    format!("mcp__{server}__{sanitised}")
+}
+
+/// One tool a server listed, made into toolhost metadata (still to be
+/// validated by [`super::tool::validate_metadata`], which bounds the sizes
+/// and compiles the schema).
+#[derive(Debug, Clone)]
+pub struct UpstreamTool {
+    /// Its name on the server, used when calling it.
+    pub upstream_name: String,
+    /// Its toolhost metadata (`mcp_origin` is the server's name).
+    pub metadata: ToolMetadata,
+}
+
+/// Reads one entry of a server's `tools/list` answer (`tool`, the JSON of
+/// an MCP `Tool`). `trust_read_only` says whether `readOnlyHint` may make
+/// it read-only. The error says what is wrong with the entry.
+pub fn upstream_tool(server: &str, tool: &Value, trust_read_only: bool) -> Result<UpstreamTool, String> {
+    let upstream_name = tool.get("name").and_then(Value::as_str).ok_or("it has no string `name`")?.to_string();
+    // Before anything builds on the name (it is kept to call the tool).
+    check_text_size("name", &upstream_name, MAX_PATH_BYTES)?;
+    let name = tool_name(server, &upstream_name);
+    super::name::check_name("tool", &name)?;
+    let description = match tool.get("description") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text.clone(),
+        Some(_) => return Err(format!("its `description` is not a string (tool '{name}')")),
+    };
+    let mut schema = match tool.get("inputSchema") {
+        None | Some(Value::Null) => serde_json::Map::new(),
+        Some(Value::Object(schema)) => schema.clone(),
+        Some(_) => return Err(format!("its `inputSchema` is not an object (tool '{name}')")),
+    };
+    // AgentScope's defaults: an object with no properties and nothing required.
+    schema.entry("type").or_insert_with(|| Value::String("object".into()));
+    schema.entry("properties").or_insert_with(|| Value::Object(Default::default()));
+    schema.entry("required").or_insert_with(|| Value::Array(Vec::new()));
+    let hinted = tool.pointer("/annotations/readOnlyHint").and_then(Value::as_bool).unwrap_or(false);
+    Ok(UpstreamTool {
+        upstream_name,
+        metadata: ToolMetadata {
+            name,
+            description,
+            input_schema: Value::Object(schema).to_string(),
+            concurrency_safe: false,
+            read_only: trust_read_only && hinted,
+            external: false,
+            state_injected: false,
+            mcp_origin: Some(server.to_string()),
+            result_metadata_schema: None,
+            capabilities: Capabilities {
+                fs_read: Vec::new(),
+                fs_write: Vec::new(),
+                process_exec: false,
+                network: false,
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_are_prefixed_and_sanitised() {
+        assert_eq!(tool_name("docs", "search"), "mcp__docs__search");
+        assert_eq!(tool_name("docs", "a.b/c d"), "mcp__docs__axbxcxd");
+        assert_eq!(tool_name("s", "Bash"), "mcp__s__Bash");
+    }
+
+    #[test]
+    fn an_entry_gets_the_defaults_and_the_hint_only_when_trusted() {
+        let entry = json!({"name": "look", "annotations": {"readOnlyHint": true}});
+        let trusted = upstream_tool("s", &entry, true).unwrap();
+        assert!(trusted.metadata.read_only);
+        assert_eq!(trusted.upstream_name, "look");
+        let schema: Value = serde_json::from_str(&trusted.metadata.input_schema).unwrap();
+        assert_eq!(schema, json!({"type": "object", "properties": {}, "required": []}));
+        assert!(!upstream_tool("s", &entry, false).unwrap().metadata.read_only);
+    }
+
+    #[test]
+    fn hostile_entries_are_refused_with_the_cause() {
+        let long = "a".repeat(100);
+        for (entry, cause) in [
+            (json!({}), "no string `name`"),
+            (json!({"name": long}), "must be 1-64"),
+            (json!({"name": "x", "description": 7}), "not a string"),
+            (json!({"name": "x", "inputSchema": []}), "not an object"),
+            (json!({"name": "a".repeat(5000)}), "limit"),
+        ] {
+            let e = upstream_tool("s", &entry, true).unwrap_err();
+            assert!(e.contains(cause), "{entry}: {e}");
+        }
+    }
+}
