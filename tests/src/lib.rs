@@ -9,6 +9,7 @@ use toolhost::response::ToolResponse;
 use toolhost::settings::Settings;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 
+pub mod fixtures;
 pub mod mcp;
 
 /// The `rg` flags AgentScope's Grep builds (spec §6.6) before its mode
