@@ -287,7 +287,12 @@ export function exportMiddleware({ name, description = '' }, fn) {
           outcome: () => unwrap(() => inner.outcome()),
         };
       };
-      fn(info, JSON.parse(input), run);
+      try {
+        fn(info, JSON.parse(input), run);
+      } catch (e) {
+        if (e instanceof ToolError) throw e;
+        throw ToolError.internal(`middleware ${name}: ${e && e.name}: ${e && e.message}`);
+      }
     },
   };
 }

@@ -40,6 +40,8 @@ pub fn build(args: BuildArgs) -> Result<u8> {
 /// Runs `cmd`, failing with its output and `what` when it fails.
 fn run(mut cmd: Command, what: &str) -> Result<()> {
     eprintln!("toolhost build: {what}");
+    // stdout is for the path and the hash only: the toolchain's chatter goes to stderr.
+    cmd.stdout(std::process::Stdio::from(std::io::stderr()));
     let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
     if !status.success() {
         bail!("{what} failed ({status}); its output is above");

@@ -194,6 +194,8 @@ def export_middleware(mw):
                 mw.func(info, json.loads(input), run_next(next))
             except ToolError as e:
                 raise _err(to_wit_error(e)) from None
+            except Exception as e:  # noqa: BLE001 - a bug in the middleware fails the call, named
+                raise _err(to_wit_error(ToolError.internal(f"middleware {mw.name}: {type(e).__name__}: {e}"))) from None
 
     return Middleware
 
