@@ -116,7 +116,8 @@ def export_tool(tool):
     """The class componentize-py exports as ``Tool`` for ``tool`` (a
     ``FunctionTool`` or ``ToolBase`` instance)."""
     from wit_world import exports
-    from wit_world.imports import backend, log, output, state  # noqa: F401 - loaded while the component is built
+    # Loaded while the component is built: a module first imported in a call fails to import.
+    from wit_world.imports import backend, log, output, state  # noqa: F401
     from .tool import parse_input
 
     t = _types()
@@ -167,6 +168,8 @@ def export_middleware(mw):
     """The class componentize-py exports as ``Middleware`` for ``mw``."""
     from wit_world import exports
     from wit_world.exports import middleware as wit_middleware
+    # Loaded while the component is built: a module first imported in a call fails to import.
+    from wit_world.imports import backend, chain, log, output, state  # noqa: F401
 
     def run_next(next_handler):
         def next(input):
