@@ -253,6 +253,11 @@ pub enum Command {
     Status(StatusArgs),
     /// Print (or write to a folder) the WIT package this toolhost speaks, to build plugins against
     Wit(WitArgs),
+    /// Make a tool project in Rust, Python or JavaScript that builds as it is (`toolhost build`)
+    New(NewArgs),
+    /// Build the tool or middleware project in this folder (toolhost-plugin.toml) into a .wasm;
+    /// prints its path and SHA-256
+    Build(BuildArgs),
     /// Internal: compile built-ins' optimised code into the cache (started
     /// in the background after a first run)
     #[command(name = "__optimise-builtins", hide = true)]
@@ -314,6 +319,25 @@ pub struct StatusArgs {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct NewArgs {
+    /// The project's name (lower case, `-` or `_` between words): its folder and the tool's name
+    pub name: String,
+    /// The language: rust, python or js
+    #[arg(long, value_enum)]
+    pub lang: crate::guest::Lang,
+    /// Where to make it (default: ./NAME)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// The project folder (default: the current one)
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
 }
 
 #[derive(Args, Debug)]

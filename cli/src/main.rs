@@ -10,6 +10,7 @@ mod ask_user;
 mod call;
 mod check;
 mod first_run;
+mod guest;
 mod inspect;
 mod list;
 mod lock;
@@ -73,6 +74,8 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Lock(a) => lock::lock(&cli.global, a).await,
         Command::Status(a) => status::status(&cli.global, a),
         Command::Wit(a) => wit::wit(a),
+        Command::New(a) => guest::new::new(a),
+        Command::Build(a) => guest::build::build(a),
         Command::OptimiseBuiltins(a) => first_run::optimise_builtins(a),
     }
 }

@@ -9,6 +9,7 @@ use toolhost::response::ToolResponse;
 use toolhost::settings::Settings;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 
+pub mod fixtures;
 pub mod load;
 pub mod mcp;
 
