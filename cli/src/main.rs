@@ -7,6 +7,7 @@
 
 mod args;
 mod ask_user;
+mod audit;
 mod call;
 mod check;
 mod first_run;
@@ -73,6 +74,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Lock(a) => lock::lock(&cli.global, a).await,
         Command::Status(a) => status::status(&cli.global, a),
         Command::Wit(a) => wit::wit(a),
+        Command::Audit(args::AuditCommand::Replay(a)) => audit::replay(&cli.global, a).await,
         Command::OptimiseBuiltins(a) => first_run::optimise_builtins(a),
     }
 }

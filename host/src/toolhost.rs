@@ -47,6 +47,7 @@ use crate::runtime::{CompileObserver, Runtime, RuntimeOptions};
 use crate::settings::Settings;
 use crate::state::AgentState;
 
+mod audit;
 #[cfg(test)]
 mod backend_tests;
 pub mod batch;
@@ -211,6 +212,10 @@ impl ToolhostBuilder {
         // `skill_problems`.
         let skills = Arc::new(Skills::scan(&settings.skills.dirs));
         let context_dirs = context_dirs(&working_dirs);
+        let audit = match settings.audit.path {
+            Some(_) => Some(Arc::new(crate::audit::AuditLog::open(&settings.audit).context("opening the audit log")?)),
+            None => None,
+        };
         let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
         let middleware_configs = settings
             .middleware
@@ -238,6 +243,7 @@ impl ToolhostBuilder {
                 lock_path,
                 groups,
                 skills,
+                audit,
             }),
         };
         // Before any plugin, so none can take a meta tool's name.
@@ -290,6 +296,8 @@ struct Inner {
     groups: Arc<ToolGroups>,
     /// The skills of `[skills] dirs`.
     skills: Arc<Skills>,
+    /// The audit log of `[audit]`, when one is configured.
+    audit: Option<Arc<crate::audit::AuditLog>>,
 }
 
 /// A host for tool components. Cheap to clone; clones share everything.
