@@ -312,3 +312,48 @@ fn the_cli_logs_call_and_run_and_replay_reports_each_changed_decision() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out).1.contains("reading the audit log"), "{:?}", text(&out));
 }
+
+#[test]
+fn toolhost_serve_logs_each_mcp_call() {
+    use toolhost_e2e::mcp::{HttpServer, client};
+    let Some(py) = toolhost_e2e::mcp_python() else { return };
+    let scratch = Scratch::new();
+    let log = scratch.outside("serve-audit.jsonl");
+    let log_arg = log.display().to_string();
+    let server = HttpServer::start_with(&scratch, &["--audit", &log_arg], &[]);
+    let args = json!({"command": "touch served.txt"});
+    let r = client(
+        py,
+        &scratch,
+        &server.transport(None),
+        "auto",
+        "call",
+        json!({"tool": "Glob", "args": {"pattern": "*"}}),
+    );
+    assert_eq!(r["is_error"], false, "{r}");
+    let r = client(py, &scratch, &server.transport(None), "auto", "call", json!({"tool": "Bash", "args": args}));
+    assert_eq!(r["is_error"], true, "no one to ask over MCP without elicitation: {r}");
+    // The writer writes as records come; wait for both.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let records = loop {
+        let records = if log.exists() { lines(&log) } else { Vec::new() };
+        if calls(&records).len() >= 2 || std::time::Instant::now() > deadline {
+            break records;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    drop(server);
+    let calls = calls(&records);
+    assert_eq!(calls.len(), 2, "{records:#?}");
+    assert_eq!(calls[0]["tool"], "Glob");
+    assert_eq!(calls[0]["decision"]["behavior"], "allow");
+    assert!(
+        calls[0]["ops"].as_array().unwrap().iter().any(|op| op["op"] == "list" && op["how"] == "walk"),
+        "{:?}",
+        calls[0]
+    );
+    assert_eq!(calls[1]["tool"], "Bash");
+    assert_eq!(calls[1]["input"]["command"], "touch served.txt");
+    assert_ne!(calls[1]["outcome"], "success");
+    assert!(!scratch.work().join("served.txt").exists());
+}
