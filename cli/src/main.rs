@@ -51,6 +51,7 @@ fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(run(cli));
+    first_run::close_audit_log();
     first_run::optimise_in_background();
     match outcome {
         Ok(code) => ExitCode::from(code),

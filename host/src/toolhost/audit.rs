@@ -58,7 +58,7 @@ impl Toolhost {
         };
         let record = Record {
             kind: "call".into(),
-            time: audit::record::rfc3339(time),
+            time: String::new(),
             call_id,
             session,
             tool,
@@ -74,7 +74,7 @@ impl Toolhost {
             duration_us,
             output_bytes,
         };
-        log.submit(record, raw_input);
+        log.submit(record, raw_input, time);
         response
     }
 }
