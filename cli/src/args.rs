@@ -101,6 +101,9 @@ pub struct Global {
     /// The lock file `lock` writes and --locked checks [default: toolhost.lock beside the settings file]
     #[arg(long, global = true, value_name = "FILE")]
     pub lock_file: Option<PathBuf>,
+    /// Write one JSON line per tool call (decision, host operations, outcome) to FILE [default: [audit] path, else none]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
     /// Where file and process operations run: a backend kind (local, docker) [default: [backend] kind, else local]
     #[arg(long, global = true, value_name = "KIND")]
     pub backend: Option<String>,
@@ -181,6 +184,9 @@ impl Global {
         if let Some(file) = &self.lock_file {
             s.lock_file = Some(if file.is_absolute() { file.clone() } else { cwd.join(file) });
         }
+        if let Some(file) = &self.audit {
+            s.audit.path = Some(if file.is_absolute() { file.clone() } else { cwd.join(file) });
+        }
         if let Some(kind) = &self.backend
             && *kind != s.backend.kind
         {
@@ -258,6 +264,9 @@ pub enum Command {
     /// Build the tool or middleware project in this folder (toolhost-plugin.toml) into a .wasm;
     /// prints its path and SHA-256
     Build(BuildArgs),
+    /// Work with an audit log (written with --audit FILE or [audit] path)
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Internal: compile built-ins' optimised code into the cache (started
     /// in the background after a first run)
     #[command(name = "__optimise-builtins", hide = true)]
@@ -309,6 +318,23 @@ pub struct ServeArgs {
     /// [default: `watch` in toolhost.toml, else off]
     #[arg(long)]
     pub watch: bool,
+}
+
+/// `toolhost audit ...`.
+#[derive(Subcommand, Debug)]
+pub enum AuditCommand {
+    /// Decide every logged call again under the current settings and list each whose decision
+    /// would change (before -> after, with the deciding step and rule); exit code 1 when any did
+    Replay(ReplayArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The audit log (JSON lines)
+    pub file: PathBuf,
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]

@@ -80,6 +80,15 @@ pub fn remember(host: &Toolhost) {
     let _ = HOST.set(host.clone());
 }
 
+/// Writes what the audit log has queued and stops its writer: the host is
+/// kept here until the process ends, so it is never dropped (which would
+/// do the same).
+pub fn close_audit_log() {
+    if let Some(log) = HOST.get().and_then(Toolhost::audit_log) {
+        log.close();
+    }
+}
+
 /// Starts the background compile of the built-ins this command ran on
 /// baseline code, if any. Never fails the command: a failure to start it
 /// costs the next process a compile, nothing else.

@@ -7,6 +7,7 @@
 
 mod args;
 mod ask_user;
+mod audit;
 mod call;
 mod check;
 mod first_run;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(run(cli));
+    first_run::close_audit_log();
     first_run::optimise_in_background();
     match outcome {
         Ok(code) => ExitCode::from(code),
@@ -76,6 +78,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Wit(a) => wit::wit(a),
         Command::New(a) => guest::new::new(a),
         Command::Build(a) => guest::build::build(a),
+        Command::Audit(args::AuditCommand::Replay(a)) => audit::replay(&cli.global, a).await,
         Command::OptimiseBuiltins(a) => first_run::optimise_builtins(a),
     }
 }

@@ -49,6 +49,17 @@ pub enum PermissionAnswer {
     Deny,
 }
 
+impl PermissionAnswer {
+    /// How the audit log names it: `allow_once`, `allow_and_remember`, `deny`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PermissionAnswer::AllowOnce => "allow_once",
+            PermissionAnswer::AllowAndRemember(_) => "allow_and_remember",
+            PermissionAnswer::Deny => "deny",
+        }
+    }
+}
+
 /// A permission prompt for one call.
 #[derive(Debug)]
 pub struct PermissionRequest {

@@ -15,6 +15,8 @@
 #![warn(missing_docs)]
 
 pub mod ask_user;
+pub mod audit;
+pub mod audit_replay;
 pub mod backend;
 pub mod capability;
 pub mod capability_diff;
@@ -39,7 +41,7 @@ pub mod types;
 pub mod tool {
     pub use crate::catalog::tool::*;
     pub use crate::execution::component::{LoadReport, load_component, load_component_with_hash};
-    pub use crate::execution::loaded::{LoadedTool, validate_input};
+    pub use crate::execution::loaded::{LoadedTool, input_errors, validate_input};
 }
 /// Hot reload: watching the plugin folders and component files of a host
 /// ([`Toolhost::watch`]) and what each watched file serves.

@@ -44,6 +44,9 @@ pub enum ProtectedKind {
     PluginDir,
     /// The lock file: the pinned hashes and approved declarations.
     LockFile,
+    /// The audit log or one of its rotated files: a tool that could write
+    /// it could forge or erase the record of what it did.
+    AuditLog,
 }
 
 impl ProtectedKind {
@@ -56,11 +59,18 @@ impl ProtectedKind {
             ProtectedKind::ComponentFile => "a plugin or middleware component toolhost loads",
             ProtectedKind::PluginDir => "a plugin folder toolhost loads from",
             ProtectedKind::LockFile => "toolhost's lock file of pinned plugins",
+            ProtectedKind::AuditLog => "toolhost's audit log",
         }
     }
 
     fn is_dir(self) -> bool {
-        !matches!(self, ProtectedKind::SettingsFile | ProtectedKind::ComponentFile | ProtectedKind::LockFile)
+        !matches!(
+            self,
+            ProtectedKind::SettingsFile
+                | ProtectedKind::ComponentFile
+                | ProtectedKind::LockFile
+                | ProtectedKind::AuditLog
+        )
     }
 }
 

@@ -180,6 +180,8 @@ pub struct Settings {
     /// Upstream MCP servers whose tools toolhost offers as its own
     /// (`[mcp_servers.NAME]`), by name.
     pub mcp_servers: BTreeMap<String, McpServerSettings>,
+    /// The audit log (`[audit]`): one JSON line per call.
+    pub audit: crate::audit::AuditSettings,
 }
 
 /// One `[mcp_servers.NAME]` table: an MCP server whose tools become
@@ -381,6 +383,7 @@ impl Default for Settings {
             groups: BTreeMap::new(),
             skills: SkillSettings::default(),
             mcp_servers: BTreeMap::new(),
+            audit: Default::default(),
         }
     }
 }
@@ -415,11 +418,16 @@ impl Settings {
     pub fn load(path: &Path) -> Result<Self> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading settings file {}", path.display()))?;
-        let mut settings: Settings =
-            toml::from_str(&text).with_context(|| format!("settings file {} is invalid", path.display()))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let base = if base.as_os_str().is_empty() { std::env::current_dir()? } else { base };
-        settings.resolve_relative(&base);
+        Self::parse(&text, &base).with_context(|| format!("settings file {} is invalid", path.display()))
+    }
+
+    /// Parses the text of a settings file, resolving its relative paths
+    /// against `base` (the file's directory).
+    pub fn parse(text: &str, base: &Path) -> Result<Self> {
+        let mut settings: Settings = toml::from_str(text)?;
+        settings.resolve_relative(base);
         Ok(settings)
     }
 
@@ -458,6 +466,9 @@ impl Settings {
             fix(p);
         }
         if let Some(p) = self.lock_file.as_mut() {
+            fix(p);
+        }
+        if let Some(p) = self.audit.path.as_mut() {
             fix(p);
         }
     }
@@ -588,6 +599,9 @@ impl Settings {
         }
         p.add(ProtectedKind::StateDir, &self.state_dir());
         p.add(ProtectedKind::CacheDir, &self.cache_dir());
+        for file in self.audit.files() {
+            p.add(ProtectedKind::AuditLog, &file);
+        }
         if let Some(old) = self.old_sessions_dir() {
             p.add(ProtectedKind::StateDir, old.parent().unwrap_or(&old));
         }

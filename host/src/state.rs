@@ -122,6 +122,11 @@ pub fn value_size(key: &str, value: &serde_json::Value) -> u64 {
 }
 
 impl AgentState {
+    /// The session file this state is saved to (`None`: in memory only).
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
     /// A fresh, in-memory state.
     pub fn new() -> Self {
         Self::with_data(StateData { version: FORMAT_VERSION, ..Default::default() }, None)

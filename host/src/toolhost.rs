@@ -47,6 +47,7 @@ use crate::runtime::{CompileObserver, Runtime, RuntimeOptions};
 use crate::settings::Settings;
 use crate::state::AgentState;
 
+mod audit;
 #[cfg(test)]
 mod backend_tests;
 pub mod batch;
@@ -215,6 +216,10 @@ impl ToolhostBuilder {
         // `skill_problems`.
         let skills = Arc::new(Skills::scan(&settings.skills.dirs));
         let context_dirs = context_dirs(&working_dirs);
+        let audit = match settings.audit.path {
+            Some(_) => Some(Arc::new(crate::audit::AuditLog::open(&settings.audit).context("opening the audit log")?)),
+            None => None,
+        };
         let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
         let middleware_configs = settings
             .middleware
@@ -243,6 +248,7 @@ impl ToolhostBuilder {
                 groups,
                 skills,
                 running: Arc::new(tokio::sync::Semaphore::new(RUNNING_CALLS)),
+                audit,
             }),
         };
         // Before any plugin, so none can take a meta tool's name.
@@ -297,6 +303,8 @@ struct Inner {
     skills: Arc<Skills>,
     /// One permit per call holding instances ([`RUNNING_CALLS`]).
     running: Arc<tokio::sync::Semaphore>,
+    /// The audit log of `[audit]`, when one is configured.
+    audit: Option<Arc<crate::audit::AuditLog>>,
 }
 
 /// The most calls that hold instances at once; the next waits for one to

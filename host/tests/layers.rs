@@ -29,6 +29,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("events", 0),
     ("types", 0),
     ("sync", 0),
+    ("audit", 0),
     // runtime: wasmtime, stores, host imports.
     ("runtime", 1),
     // settings: the settings file, over the types it configures.
@@ -39,6 +40,7 @@ const LAYERS: &[(&str, usize)] = &[
     // services: what front ends share, over the façade.
     ("check_batch", 6),
     ("ask_user", 6),
+    ("audit_replay", 6),
 ];
 
 /// Items named as `crate::Item` (re-exported at the crate root) and the

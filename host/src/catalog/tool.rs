@@ -234,6 +234,26 @@ fn check_metadata_size(m: &ToolMetadata) -> Result<(), String> {
     Ok(())
 }
 
+/// Parses and compiles the input schema of tool `name` (text a guest
+/// gave): JSON, `"type": "object"`, `properties` an object, valid JSON
+/// Schema. Returns the schema and its validator, or what is wrong.
+pub fn compile_input_schema(name: &str, text: &str) -> Result<(serde_json::Value, jsonschema::Validator), String> {
+    let schema: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("the input schema of '{name}' is not JSON: {e}"))?;
+    if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+        return Err(format!("the input schema of '{name}' must have \"type\": \"object\""));
+    }
+    if schema.get("properties").is_some_and(|p| !p.is_object()) {
+        return Err(format!("the input schema of '{name}' has \"properties\" that is not an object"));
+    }
+    jsonschema::meta::validate(&schema).map_err(|e| {
+        format!("the input schema of '{name}' is not valid JSON Schema: {e} (at {})", e.instance_path())
+    })?;
+    let validator = jsonschema::validator_for(&schema)
+        .map_err(|e| format!("the input schema of '{name}' is not valid JSON Schema: {e}"))?;
+    Ok((schema, validator))
+}
+
 /// Checks a tool's metadata (size, name, schema) and builds its
 /// [`ToolInfo`] and input validator. Shared by components and native
 /// function tools.
@@ -247,19 +267,7 @@ pub(crate) fn validate_metadata(
     let bad = |msg: String| LoadError::Metadata(label.into(), msg);
     check_metadata_size(&m).map_err(bad)?;
     super::name::check_name("tool", &m.name).map_err(bad)?;
-    let schema: serde_json::Value = serde_json::from_str(&m.input_schema)
-        .map_err(|e| bad(format!("the input schema of '{}' is not JSON: {e}", m.name)))?;
-    if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
-        return Err(bad(format!("the input schema of '{}' must have \"type\": \"object\"", m.name)));
-    }
-    if schema.get("properties").is_some_and(|p| !p.is_object()) {
-        return Err(bad(format!("the input schema of '{}' has \"properties\" that is not an object", m.name)));
-    }
-    jsonschema::meta::validate(&schema).map_err(|e| {
-        bad(format!("the input schema of '{}' is not valid JSON Schema: {e} (at {})", m.name, e.instance_path()))
-    })?;
-    let validator = jsonschema::validator_for(&schema)
-        .map_err(|e| bad(format!("the input schema of '{}' is not valid JSON Schema: {e}", m.name)))?;
+    let (schema, validator) = compile_input_schema(&m.name, &m.input_schema).map_err(bad)?;
     for root in m.capabilities.fs_read.iter().chain(&m.capabilities.fs_write) {
         crate::capability::check_root(root)
             .map_err(|e| bad(format!("tool '{}' declares a filesystem root it may not: {e}", m.name)))?;

@@ -37,8 +37,14 @@ impl Registered for LoadedTool {
 /// Validates `input` against the tool's schema; the error names the field
 /// (as a JSON pointer) and the rule it breaks.
 pub fn validate_input(tool: &LoadedTool, input: &serde_json::Value) -> Result<(), String> {
-    let errors: Vec<String> = tool
-        .validator
+    input_errors(&tool.validator, &tool.info.name, input)
+}
+
+/// Validates `input` against `validator`, the input schema of tool `name`
+/// ([`crate::catalog::tool::compile_input_schema`]): at most three errors,
+/// each naming the field (as a JSON pointer) and the rule it breaks.
+pub fn input_errors(validator: &jsonschema::Validator, name: &str, input: &serde_json::Value) -> Result<(), String> {
+    let errors: Vec<String> = validator
         .iter_errors(input)
         .take(3)
         .map(|e| {
@@ -50,6 +56,6 @@ pub fn validate_input(tool: &LoadedTool, input: &serde_json::Value) -> Result<()
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(format!("Input validation failed for tool '{}': {}", tool.info.name, errors.join("; ")))
+        Err(format!("Input validation failed for tool '{name}': {}", errors.join("; ")))
     }
 }

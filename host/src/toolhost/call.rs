@@ -47,7 +47,7 @@ impl Toolhost {
         let setup = CallSetup {
             tool: Arc::from(loaded.info.name.as_str()),
             grants: self.phase_grants(loaded, phase),
-            backend: self.backend(),
+            backend: self.call_backend(),
             agent_state,
             limits,
             deadline: Deadline::for_limits(&limits),
@@ -110,7 +110,10 @@ impl Toolhost {
         let host = self.clone();
         let run = async move {
             let id = request.id.clone();
-            let response = host.run_call(request, &tx).await;
+            let response = match host.audit_log() {
+                Some(log) => host.run_audited(log, request, &tx).await,
+                None => host.run_call(request, &tx).await,
+            };
             if let Some(mut response) = response {
                 response.id = id;
                 let _ = tx.send(CallEvent::Finished(response)).await;
@@ -120,7 +123,11 @@ impl Toolhost {
     }
 
     /// Runs one call end to end; `None` when it stopped for external execution.
-    async fn run_call(&self, request: CallRequest, events: &mpsc::Sender<CallEvent>) -> Option<ToolResponse> {
+    pub(super) async fn run_call(
+        &self,
+        request: CallRequest,
+        events: &mpsc::Sender<CallEvent>,
+    ) -> Option<ToolResponse> {
         // Refusals before any guest code runs still stream as a chunk, so a
         // caller that only prints chunks shows them.
         let fail = async |text: String| {
@@ -140,6 +147,7 @@ impl Toolhost {
             }
             Err(LookupError::Load(e)) => return fail(format!("could not load tool '{}': {e}", request.tool)).await,
         };
+        crate::audit::note(|a| a.tool(&loaded.info.sha256));
         let input: serde_json::Value = match serde_json::from_str(&request.input) {
             Ok(v) => v,
             Err(e) => return fail(format!("Input for tool '{}' is not valid JSON: {e}", request.tool)).await,
@@ -251,6 +259,7 @@ impl Toolhost {
         let ctx = self.permission_context(&tool, permit.mode);
         let rules = self.rules();
         let decision = permission::evaluate(instance, input_text, &ctx, &rules).await;
+        crate::audit::note(|a| a.decision(&decision));
         // A call allowed because the tool said it only reads runs with
         // read-only grants: the claim is not believed any further.
         let phase = if decision.read_only { Phase::ReadOnlyCall } else { Phase::Call };
@@ -270,7 +279,9 @@ impl Toolhost {
                 if permit.events.send(CallEvent::PermissionRequest(prompt)).await.is_err() {
                     return Verdict::Gone;
                 }
-                match answer.await.unwrap_or(PermissionAnswer::Deny) {
+                let answer = answer.await.unwrap_or(PermissionAnswer::Deny);
+                crate::audit::note(|a| a.answer(answer.as_str()));
+                match answer {
                     PermissionAnswer::AllowOnce => Verdict::Allow(phase),
                     PermissionAnswer::AllowAndRemember(rules) => {
                         for rule in rules {
@@ -335,7 +346,7 @@ impl ExecutionHost for Toolhost {
     }
 
     fn backend(&self) -> Arc<dyn Backend> {
-        Toolhost::backend(self)
+        self.call_backend()
     }
 
     fn agent_state(&self) -> Arc<AgentState> {

@@ -1,0 +1,61 @@
+//! `toolhost audit replay FILE`: the calls of an audit log whose decision
+//! would change under the current settings ([`toolhost::audit_replay`]).
+
+use anyhow::{Context as _, Result};
+use toolhost::Toolhost;
+use toolhost::settings::Settings;
+
+use super::args::{Global, ReplayArgs};
+use super::exit;
+use super::shown::line;
+use crate::out::outln;
+
+pub async fn replay(global: &Global, args: ReplayArgs) -> Result<u8> {
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("reading the audit log {}", args.file.display()))?;
+    let (mut settings, read) = global.settings()?;
+    // Replaying decides and runs nothing: it writes no audit record.
+    settings.audit.path = None;
+    let remember = Settings::remember_path(read.as_deref())?;
+    let host = Toolhost::builder().settings(settings, Some(remember)).build().await?;
+    let report = toolhost::audit_replay::replay(&host, &text).await?;
+    if args.json {
+        let changes: Vec<_> = report
+            .changes
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "line": c.line,
+                    "call_id": c.call_id,
+                    "tool": c.tool,
+                    "before": c.before,
+                    "after": match &c.after { Ok(d) => serde_json::to_value(d).unwrap_or_default(), Err(e) => serde_json::json!({"error": e}) },
+                })
+            })
+            .collect();
+        let out = serde_json::json!({
+            "replayed": report.replayed,
+            "undecided": report.undecided,
+            "dropped": report.dropped,
+            "changed": changes,
+        });
+        outln!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        for c in &report.changes {
+            let after = match &c.after {
+                Ok(d) => d.to_string(),
+                Err(e) => format!("cannot be decided: {e}"),
+            };
+            outln!("line {}: {} {}: {} -> {}", c.line, line(&c.tool), line(&c.call_id), c.before, line(&after));
+        }
+        let mut summary = format!("{} call(s) replayed, {} changed", report.replayed, report.changes.len());
+        if report.undecided > 0 {
+            summary.push_str(&format!(", {} refused before any decision (not replayed)", report.undecided));
+        }
+        if report.dropped > 0 {
+            summary.push_str(&format!(", {} record(s) the log dropped", report.dropped));
+        }
+        outln!("{summary}");
+    }
+    Ok(if report.changes.is_empty() { exit::OK } else { exit::ERROR })
+}

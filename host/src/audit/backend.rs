@@ -1,0 +1,112 @@
+//! [`RecordingBackend`]: the backend a call of an audited host gets. It
+//! forwards every operation to the real backend and notes it, with its
+//! result, in the call's [`CallAudit`]: the record says what the host did
+//! for the tool, paths as the host resolved them and command lines as the
+//! backend ran them.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::CallAudit;
+use super::record::HostOp;
+use crate::backend::{
+    Backend, BackendError, DirEntry, ExecRequest, FileStat, FsScope, OsFamily, Process, SearchFile, SearchRequest,
+    WalkOptions,
+};
+
+/// A backend that notes every operation in a call's audit.
+pub struct RecordingBackend {
+    inner: Arc<dyn Backend>,
+    audit: Arc<CallAudit>,
+}
+
+impl RecordingBackend {
+    /// Forwards to `inner`, noting in `audit`.
+    pub fn new(inner: Arc<dyn Backend>, audit: Arc<CallAudit>) -> Self {
+        RecordingBackend { inner, audit }
+    }
+
+    fn list<T>(&self, how: &str, path: &str, result: &Result<T, BackendError>) {
+        self.audit.op(HostOp::List { how: how.into(), path: path.into(), ok: result.is_ok() });
+    }
+}
+
+#[async_trait]
+impl Backend for RecordingBackend {
+    fn os(&self) -> OsFamily {
+        self.inner.os()
+    }
+
+    fn cwd(&self) -> String {
+        self.inner.cwd()
+    }
+
+    fn home(&self) -> String {
+        self.inner.home()
+    }
+
+    fn expand_user(&self, path: &str) -> String {
+        self.inner.expand_user(path)
+    }
+
+    async fn read_file(&self, scope: &FsScope, path: &str) -> Result<Vec<u8>, BackendError> {
+        let result = self.inner.read_file(scope, path).await;
+        self.audit.op(HostOp::Read { path: path.into(), ok: result.is_ok() });
+        result
+    }
+
+    async fn write_file(&self, scope: &FsScope, path: &str, contents: &[u8]) -> Result<(), BackendError> {
+        let result = self.inner.write_file(scope, path, contents).await;
+        self.audit.op(HostOp::Write { path: path.into(), bytes: contents.len() as u64, ok: result.is_ok() });
+        result
+    }
+
+    async fn stat(&self, scope: &FsScope, path: &str) -> Result<FileStat, BackendError> {
+        let result = self.inner.stat(scope, path).await;
+        self.list("stat", path, &result);
+        result
+    }
+
+    async fn list_dir(&self, scope: &FsScope, path: &str) -> Result<Vec<DirEntry>, BackendError> {
+        let result = self.inner.list_dir(scope, path).await;
+        self.list("list_dir", path, &result);
+        result
+    }
+
+    async fn create_dir(&self, scope: &FsScope, path: &str) -> Result<(), BackendError> {
+        let result = self.inner.create_dir(scope, path).await;
+        self.audit.op(HostOp::CreateDir { path: path.into(), ok: result.is_ok() });
+        result
+    }
+
+    async fn remove(&self, scope: &FsScope, path: &str) -> Result<(), BackendError> {
+        let result = self.inner.remove(scope, path).await;
+        self.audit.op(HostOp::Remove { path: path.into(), ok: result.is_ok() });
+        result
+    }
+
+    async fn real_path(&self, scope: &FsScope, path: &str) -> Result<String, BackendError> {
+        let result = self.inner.real_path(scope, path).await;
+        self.list("real_path", path, &result);
+        result
+    }
+
+    async fn walk(&self, scope: &FsScope, options: &WalkOptions) -> Result<Vec<DirEntry>, BackendError> {
+        let result = self.inner.walk(scope, options).await;
+        self.list("walk", &options.root, &result);
+        result
+    }
+
+    async fn search(&self, scope: &FsScope, request: &SearchRequest) -> Result<Vec<SearchFile>, BackendError> {
+        let result = self.inner.search(scope, request).await;
+        self.list("search", &request.files.root, &result);
+        result
+    }
+
+    async fn spawn(&self, request: &ExecRequest) -> Result<Box<dyn Process>, BackendError> {
+        let result = self.inner.spawn(request).await;
+        self.audit.op(HostOp::Spawn { argv: request.argv.clone(), cwd: request.cwd.clone(), ok: result.is_ok() });
+        result
+    }
+}

@@ -1,0 +1,160 @@
+//! The audit log: one JSON line per tool call, saying what was called, how
+//! the permission engine decided and why, what the tool did to the outside
+//! world and how it ended (`[audit]` in `toolhost.toml`, or `--audit FILE`).
+//!
+//! The façade fills a [`CallAudit`] as a call goes through the pipeline
+//! (tool and hash, the decision, the user's answer) and, where the backend
+//! imports are served, every file and process operation the tool made
+//! ([`RecordingBackend`]: the host records what it did, never what the
+//! guest says it did). When the call ends the record goes to an
+//! [`AuditLog`]: a bounded queue to a writer thread that serialises,
+//! redacts and writes it, so a slow disk never holds up a call. When the
+//! queue is full the record is dropped and counted, and the count is
+//! written to the log as a record of its own ([`record::Dropped`]).
+//!
+//! The log is one of toolhost's own files ([`crate::protected`]): no tool
+//! may name it, read it or write it. Every string in a record is escaped
+//! by the JSON encoder, so nothing a tool sends or outputs can end a line
+//! early or forge a record.
+//!
+//! Inputs are redacted with the rules of the `redact` example middleware
+//! (one piece of code, the `toolhost-redaction` crate).
+
+mod backend;
+pub mod record;
+mod writer;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+pub use backend::RecordingBackend;
+pub use record::{DecisionRecord, HostOp, Record};
+pub use writer::{AuditLog, AuditStats};
+
+use crate::sync::MutexExt;
+
+/// The `[audit]` table of `toolhost.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditSettings {
+    /// The log file (JSON lines); no audit log when unset.
+    pub path: Option<PathBuf>,
+    /// The size at which the file is rotated (renamed `FILE.1`, the older
+    /// ones shifted up).
+    pub max_bytes: u64,
+    /// How many rotated files are kept (`FILE.1` … `FILE.N`).
+    pub keep: u32,
+    /// Records the writer thread may have waiting; past that, records are
+    /// dropped and counted.
+    pub queue: usize,
+}
+
+impl Default for AuditSettings {
+    /// No log; 64 MiB per file, 5 files kept, 4 096 records queued.
+    fn default() -> Self {
+        AuditSettings { path: None, max_bytes: 64 * 1024 * 1024, keep: 5, queue: 4096 }
+    }
+}
+
+impl AuditSettings {
+    /// The files of the log: the live one and every rotated one that may
+    /// exist (`FILE`, `FILE.1` … `FILE.keep`).
+    pub fn files(&self) -> Vec<PathBuf> {
+        let Some(path) = &self.path else { return Vec::new() };
+        let mut files = vec![path.clone()];
+        files.extend((1..=self.keep).map(|n| writer::rotated(path, n)));
+        files
+    }
+}
+
+/// What one call's record gathers while the call runs. Filled by the
+/// pipeline and the [`RecordingBackend`]; read once the call ends.
+#[derive(Debug, Default)]
+pub struct CallAudit {
+    inner: Mutex<Gathered>,
+}
+
+/// The parts of a record known only during the call.
+#[derive(Debug, Default)]
+pub struct Gathered {
+    /// The SHA-256 of the tool's component.
+    pub plugin_sha256: Option<String>,
+    /// The first decision of the call.
+    pub decision: Option<DecisionRecord>,
+    /// Decisions on inputs a middleware rewrote.
+    pub redecisions: Vec<DecisionRecord>,
+    /// The user's answer to an ask.
+    pub answer: Option<String>,
+    /// Host operations, in order.
+    pub ops: Vec<HostOp>,
+    /// Operations not kept once [`MAX_OPS`] were.
+    pub ops_dropped: u64,
+}
+
+/// The most host operations one record keeps (a `Glob` of a large tree
+/// lists many folders); the rest are counted.
+pub const MAX_OPS: usize = 1000;
+
+impl CallAudit {
+    /// Notes the tool's component hash.
+    pub fn tool(&self, sha256: &str) {
+        self.inner.lock_unpoisoned().plugin_sha256 = Some(sha256.to_owned());
+    }
+
+    /// Notes a permission decision: the first one is the call's, later ones
+    /// are re-decisions of rewritten inputs.
+    pub fn decision(&self, decision: &crate::permission::Decision) {
+        let record = DecisionRecord::from(decision);
+        let mut inner = self.inner.lock_unpoisoned();
+        if inner.decision.is_none() {
+            inner.decision = Some(record);
+        } else {
+            inner.redecisions.push(record);
+        }
+    }
+
+    /// Notes the user's answer to an ask (`allow_once`, `allow_and_remember`, `deny`).
+    pub fn answer(&self, answer: &str) {
+        self.inner.lock_unpoisoned().answer = Some(answer.to_owned());
+    }
+
+    /// Notes one host operation.
+    pub fn op(&self, op: HostOp) {
+        let mut inner = self.inner.lock_unpoisoned();
+        if inner.ops.len() < MAX_OPS {
+            inner.ops.push(op);
+        } else {
+            inner.ops_dropped += 1;
+        }
+    }
+
+    /// Everything gathered, leaving this empty.
+    pub fn take(&self) -> Gathered {
+        std::mem::take(&mut *self.inner.lock_unpoisoned())
+    }
+}
+
+tokio::task_local! {
+    /// The audit of the call the current task is running, when the host
+    /// keeps an audit log. The façade sets it around a call; the
+    /// pipeline's steps note what they learn in it without threading it
+    /// through every signature.
+    static CURRENT: Arc<CallAudit>;
+}
+
+/// Runs `f` with `audit` as the current call's audit.
+pub async fn scope<F: std::future::Future>(audit: Arc<CallAudit>, f: F) -> F::Output {
+    CURRENT.scope(audit, f).await
+}
+
+/// The current call's audit, if the task runs an audited call.
+pub fn current() -> Option<Arc<CallAudit>> {
+    CURRENT.try_with(Arc::clone).ok()
+}
+
+/// Notes something in the current call's audit, if any.
+pub fn note(f: impl FnOnce(&CallAudit)) {
+    let _ = CURRENT.try_with(|a| f(a));
+}

@@ -1,0 +1,346 @@
+//! [`AuditLog`]: the bounded queue and the writer thread behind it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context as _, Result};
+
+use super::AuditSettings;
+use super::record::{Dropped, Record, rfc3339};
+use crate::sync::MutexExt;
+
+/// How often an idle writer writes the count of dropped records, so a
+/// loss is on disk even when no record follows it.
+const DROPPED_FLUSH: Duration = Duration::from_millis(500);
+
+/// A record on its way to the writer thread: the input is redacted and
+/// everything serialised there, off the call's path.
+struct Pending {
+    record: Record,
+    raw_input: String,
+    time: SystemTime,
+}
+
+/// Counts shared by the log and its writer thread.
+#[derive(Debug, Default)]
+struct Counters {
+    /// Dropped and not yet written as a `dropped` line.
+    unreported: AtomicU64,
+    /// Dropped in all.
+    dropped: AtomicU64,
+    /// Lines written (records and `dropped` lines).
+    written: AtomicU64,
+    /// Records that could not be written (an I/O error), in all.
+    failed: AtomicU64,
+}
+
+/// The figures of an [`AuditLog`] so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditStats {
+    /// Records dropped because the queue was full.
+    pub dropped: u64,
+    /// Lines written.
+    pub written: u64,
+    /// Lines lost to write errors (each also logged as a warning).
+    pub failed: u64,
+}
+
+/// An open audit log: [`AuditLog::submit`] never blocks; a thread of its
+/// own writes, rotates and reports drops. Dropping the log writes what is
+/// queued and the count of drops, then joins the thread.
+pub struct AuditLog {
+    tx: Mutex<Option<SyncSender<Pending>>>,
+    counters: Arc<Counters>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLog").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl AuditLog {
+    /// Starts the writer for `settings` (whose `path` must be set). The
+    /// file is opened by the writer thread, so a path on a slow or stuck
+    /// filesystem does not hold up start-up either; its folder must exist.
+    pub fn open(settings: &AuditSettings) -> Result<AuditLog> {
+        let path = settings.path.clone().context("the audit log needs a path ([audit] path or --audit FILE)")?;
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            anyhow::bail!(
+                "the folder of the audit log {} does not exist; create it or point [audit] path elsewhere",
+                path.display()
+            );
+        }
+        let (tx, rx) = sync_channel(settings.queue.max(1));
+        let counters = Arc::new(Counters::default());
+        let writer = Writer {
+            path: path.clone(),
+            max_bytes: settings.max_bytes.max(1),
+            keep: settings.keep,
+            file: None,
+            size: 0,
+            counters: counters.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("toolhost-audit".into())
+            .spawn(move || {
+                lower_priority();
+                writer.run(rx)
+            })
+            .context("starting the audit log's writer thread")?;
+        Ok(AuditLog { tx: Mutex::new(Some(tx)), counters, thread: Mutex::new(Some(thread)), path })
+    }
+
+    /// The live file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Queues `record` of a call that started at `time` (its `input` is
+    /// replaced by `raw_input`, redacted, and its `time` by `time`, both on
+    /// the writer thread). Never waits: when the queue is full the record
+    /// is dropped and counted, and the count is written to the log.
+    pub fn submit(&self, record: Record, raw_input: String, time: SystemTime) {
+        let tx = self.tx.lock_unpoisoned();
+        let Some(tx) = tx.as_ref() else { return };
+        match tx.try_send(Pending { record, raw_input, time }) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.counters.unreported.fetch_add(1, Ordering::Relaxed);
+                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The counts so far.
+    pub fn stats(&self) -> AuditStats {
+        AuditStats {
+            dropped: self.counters.dropped.load(Ordering::Relaxed),
+            written: self.counters.written.load(Ordering::Relaxed),
+            failed: self.counters.failed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Writes everything queued and stops the writer (what `Drop` does;
+    /// later submissions are counted as dropped).
+    pub fn close(&self) {
+        self.tx.lock_unpoisoned().take();
+        if let Some(thread) = self.thread.lock_unpoisoned().take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for AuditLog {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Makes the calling thread yield to the calls on a busy machine: the
+/// writer's work can wait, a call's cannot (Linux: a thread's own nice
+/// value; elsewhere nothing).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority take no pointers; a failure leaves the
+    // priority as it was.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
+    }
+}
+
+/// `FILE.n`.
+pub(super) fn rotated(path: &Path, n: u32) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{n}"));
+    PathBuf::from(name)
+}
+
+/// The writer thread's side.
+struct Writer {
+    path: PathBuf,
+    max_bytes: u64,
+    keep: u32,
+    file: Option<BufWriter<File>>,
+    size: u64,
+    counters: Arc<Counters>,
+}
+
+impl Writer {
+    fn run(mut self, rx: Receiver<Pending>) {
+        loop {
+            match rx.recv_timeout(DROPPED_FLUSH) {
+                Ok(pending) => {
+                    self.report_dropped();
+                    let line = line_of(pending);
+                    self.write(&line);
+                }
+                Err(RecvTimeoutError::Timeout) => self.report_dropped(),
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            // Write the batch that is already waiting before flushing.
+            while let Ok(pending) = rx.try_recv() {
+                self.report_dropped();
+                let line = line_of(pending);
+                self.write(&line);
+            }
+            self.flush();
+        }
+        self.report_dropped();
+        self.flush();
+    }
+
+    fn report_dropped(&mut self) {
+        let count = self.counters.unreported.swap(0, Ordering::Relaxed);
+        if count > 0 {
+            let line =
+                serde_json::to_string(&Dropped { kind: "dropped".into(), time: rfc3339(SystemTime::now()), count })
+                    .expect("a dropped record serialises");
+            self.write(&line);
+        }
+    }
+
+    fn write(&mut self, line: &str) {
+        let len = line.len() as u64 + 1;
+        if let Err(e) = self.write_line(line, len) {
+            self.counters.failed.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("could not write the audit log {}: {e:#}", self.path.display());
+            self.file = None;
+        } else {
+            self.counters.written.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn write_line(&mut self, line: &str, len: u64) -> Result<()> {
+        if self.file.is_some() && self.size > 0 && self.size + len > self.max_bytes {
+            self.rotate()?;
+        }
+        if self.file.is_none() {
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+                .with_context(|| format!("opening {}", self.path.display()))?;
+            self.size = file.metadata().map(|m| m.len()).unwrap_or(0);
+            self.file = Some(BufWriter::with_capacity(64 * 1024, file));
+            if self.size > 0 && self.size + len > self.max_bytes {
+                self.rotate()?;
+                return self.write_line(line, len);
+            }
+        }
+        let file = self.file.as_mut().expect("opened above");
+        file.write_all(line.as_bytes())?;
+        file.write_all(b"\n")?;
+        self.size += len;
+        Ok(())
+    }
+
+    /// `FILE.keep` goes, `FILE.n` becomes `FILE.n+1`, `FILE` becomes
+    /// `FILE.1` (with `keep = 0`, `FILE` goes), and a new `FILE` opens.
+    fn rotate(&mut self) -> Result<()> {
+        self.flush();
+        self.file = None;
+        if self.keep == 0 {
+            std::fs::remove_file(&self.path).with_context(|| format!("removing {}", self.path.display()))?;
+        } else {
+            let _ = std::fs::remove_file(rotated(&self.path, self.keep));
+            for n in (1..self.keep).rev() {
+                let from = rotated(&self.path, n);
+                if from.exists() {
+                    std::fs::rename(&from, rotated(&self.path, n + 1))
+                        .with_context(|| format!("rotating {}", from.display()))?;
+                }
+            }
+            std::fs::rename(&self.path, rotated(&self.path, 1))
+                .with_context(|| format!("rotating {}", self.path.display()))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .with_context(|| format!("opening {}", self.path.display()))?;
+        self.file = Some(BufWriter::with_capacity(64 * 1024, file));
+        self.size = 0;
+        Ok(())
+    }
+
+    fn flush(&mut self) {
+        if let Some(file) = self.file.as_mut()
+            && let Err(e) = file.flush()
+        {
+            self.counters.failed.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("could not write the audit log {}: {e}", self.path.display());
+            self.file = None;
+        }
+    }
+}
+
+/// The JSON line of a queued record, its input and host operations
+/// redacted.
+fn line_of(pending: Pending) -> String {
+    let Pending { mut record, raw_input, time } = pending;
+    record.time = rfc3339(time);
+    record.input = redacted_input(&raw_input);
+    for op in &mut record.ops {
+        op.redact();
+    }
+    serde_json::to_string(&record).expect("a record serialises")
+}
+
+/// The input as JSON with every string value (and key) redacted; text that
+/// is not JSON is kept as a string, redacted.
+pub fn redacted_input(raw: &str) -> serde_json::Value {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(mut value) => {
+            redact_value(&mut value);
+            value
+        }
+        Err(_) => serde_json::Value::String(toolhost_redaction::redact(raw).0),
+    }
+}
+
+fn redact_value(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => {
+            let (text, n) = toolhost_redaction::redact(s);
+            if n > 0 {
+                *s = text;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_value),
+        Value::Object(map) => {
+            let old = std::mem::take(map);
+            for (key, mut v) in old {
+                redact_value(&mut v);
+                map.insert(toolhost_redaction::redact(&key).0, v);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_are_redacted_value_by_value() {
+        let v =
+            redacted_input(r#"{"command":"curl -u x https://h/?token=abc123&q=1","n":1,"k":["AKIAABCDEFGHIJKLMNOP"]}"#);
+        assert_eq!(v["command"], "curl -u x https://h/?token=[REDACTED]&q=1");
+        assert_eq!(v["k"][0], "[REDACTED]");
+        assert_eq!(v["n"], 1);
+        assert_eq!(redacted_input("not json password=x y"), serde_json::json!("not json password=[REDACTED] y"));
+    }
+}
