@@ -332,10 +332,16 @@ fn printing_into_a_closed_pipe_is_a_quiet_exit() {
 #[test]
 fn the_backend_setting_and_flag_pick_a_known_kind() {
     let scratch = Scratch::new();
+    let out = scratch.cli(&["--no-builtins", "--backend", "e2b", "list"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("unknown backend kind `e2b`: the known kinds are `docker`, `local`"), "{stderr}");
+
+    // A known kind is checked for its own options before anything runs.
     let out = scratch.cli(&["--no-builtins", "--backend", "docker", "list"]);
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("unknown backend kind `docker`: the known kinds are `local`"), "{stderr}");
+    assert!(stderr.contains("needs a [backend.docker] table with at least image"), "{stderr}");
 
     std::fs::write(scratch.work().join("toolhost.toml"), "[backend]\nkind = \"podman\"\n").expect("settings");
     let out = scratch.cli(&["--no-builtins", "list"]);

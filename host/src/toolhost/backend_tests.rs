@@ -115,15 +115,15 @@ async fn an_unknown_kind_is_an_error_listing_the_known_kinds() {
     let mut factories = BackendFactories::default();
     factories.register("elsewhere", make_elsewhere).unwrap();
     let err = Toolhost::builder()
-        .settings(settings(dir.path(), "docker", ""), None)
+        .settings(settings(dir.path(), "e2b", ""), None)
         .backend_factories(factories.clone())
         .build()
         .await
         .err()
-        .expect("docker is not registered");
+        .expect("e2b is not registered");
     let err = format!("{err:#}");
-    assert!(err.contains("unknown backend kind `docker`"), "{err}");
-    assert!(err.contains("the known kinds are `elsewhere`, `local`"), "{err}");
+    assert!(err.contains("unknown backend kind `e2b`"), "{err}");
+    assert!(err.contains("the known kinds are `docker`, `elsewhere`, `local`"), "{err}");
     let again = factories.register("local", make_elsewhere).unwrap_err().to_string();
     assert!(again.contains("already registered"), "{again}");
 }
