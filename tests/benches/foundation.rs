@@ -17,13 +17,7 @@ use serde_json::json;
 use toolhost::runtime::{Runtime, RuntimeOptions};
 use toolhost::tool::{Origin, load_component};
 use toolhost::{CallRequest, PermissionAnswer};
-use toolhost_e2e::{Scratch, guest};
-
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
-    samples[index]
-}
+use toolhost_e2e::{Scratch, guest, percentile};
 
 fn report(name: &str, samples: &mut [Duration]) -> (Duration, Duration) {
     let p50 = percentile(samples, 0.50);

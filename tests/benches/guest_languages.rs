@@ -17,12 +17,7 @@ use serde_json::json;
 use toolhost::runtime::{Runtime, RuntimeOptions};
 use toolhost::tool::{Origin, load_component};
 use toolhost::{CallRequest, PermissionAnswer};
-use toolhost_e2e::{Scratch, example, fixtures::fixture};
-
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
-}
+use toolhost_e2e::{Scratch, example, fixtures::fixture, percentile};
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3

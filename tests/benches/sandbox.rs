@@ -16,12 +16,7 @@ use toolhost::backend::local::sandbox::{Sandbox, SandboxMode, SandboxSettings};
 use toolhost::backend::{Backend, ExecRequest};
 use toolhost::permission::Mode;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
-use toolhost_e2e::Scratch;
-
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
-}
+use toolhost_e2e::{Scratch, percentile};
 
 fn report(name: &str, samples: &mut [Duration]) -> Duration {
     let p50 = percentile(samples, 0.50);

@@ -82,16 +82,16 @@ fn read_manifest() -> Value {
 pub fn sources_sha256(fixture: &Fixture) -> String {
     let root = root();
     let mut files = Vec::new();
-    collect(&root, &root.join(fixture.project), &mut files);
+    collect(&root.join(fixture.project), &mut files);
     match fixture.lang {
-        "python" => collect(&root, &root.join("sdk/python/toolhost_sdk"), &mut files),
+        "python" => collect(&root.join("sdk/python/toolhost_sdk"), &mut files),
         _ => {
             for f in ["sdk/js/toolhost-sdk.js", "sdk/js/jsdoc.js", "cli/assets/build.mjs"] {
                 files.push(root.join(f));
             }
         }
     }
-    collect(&root, &root.join("wit"), &mut files);
+    collect(&root.join("wit"), &mut files);
     files.sort();
     let mut all = Vec::new();
     let version = if fixture.lang == "python" { COMPONENTIZE_PY } else { COMPONENTIZE_JS };
@@ -107,7 +107,7 @@ pub fn sources_sha256(fixture: &Fixture) -> String {
     sha256_hex(&all)
 }
 
-fn collect(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()));
     for entry in entries {
         let path = entry.expect("dir entry").path();
@@ -116,7 +116,7 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
             continue;
         }
         if path.is_dir() {
-            collect(root, &path, out);
+            collect(&path, out);
         } else {
             out.push(path);
         }

@@ -13,6 +13,13 @@ pub mod fixtures;
 pub mod load;
 pub mod mcp;
 
+/// The `p` quantile (0.0–1.0, nearest rank) of `samples`, which it sorts:
+/// the one definition every bench reports its p50 / p99 with.
+pub fn percentile(samples: &mut [std::time::Duration], p: f64) -> std::time::Duration {
+    samples.sort();
+    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
+}
+
 /// The `rg` flags AgentScope's Grep builds (spec §6.6) before its mode
 /// flags and the search path: the peer the Grep tool is compared with, in
 /// the conformance tests and the file-tools bench.

@@ -143,9 +143,11 @@ async fn no_tool_can_read_write_or_remove_the_audit_log() {
     let mut settings = scratch.settings();
     settings.audit.keep = 2;
     settings.plugins.push(guest("settings-writer"));
-    let mut grant = toolhost::capability::Policy::default();
-    grant.fs_read = vec!["$WORKDIRS".into()];
-    grant.fs_write = vec!["$WORKDIRS".into()];
+    let grant = toolhost::capability::Policy {
+        fs_read: vec!["$WORKDIRS".into()],
+        fs_write: vec!["$WORKDIRS".into()],
+        ..Default::default()
+    };
     settings.grants.insert("SettingsWriter".into(), grant);
     settings.permissions.mode = Mode::Bypass;
     let host = audited(&scratch, settings, &log).await;
