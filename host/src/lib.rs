@@ -35,6 +35,8 @@ pub mod state;
 pub mod sync;
 mod toolhost;
 pub mod types;
+/// Calendar time in UTC (timestamps of the audit log, remembered rules).
+pub mod utc;
 
 /// What a tool is, and loading a component (the paths of earlier
 /// versions, kept for embedders).

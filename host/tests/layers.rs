@@ -29,6 +29,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("events", 0),
     ("types", 0),
     ("sync", 0),
+    ("utc", 0),
     ("audit", 0),
     // runtime: wasmtime, stores, host imports.
     ("runtime", 1),

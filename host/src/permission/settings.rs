@@ -160,19 +160,8 @@ fn created_by(rule: &Rule, now: std::time::SystemTime) -> String {
 
 /// `now` as `YYYY-MM-DD HH:MM UTC` (proleptic Gregorian calendar).
 fn utc_minute(now: std::time::SystemTime) -> String {
-    let secs = now.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", rest / 3_600, rest % 3_600 / 60)
+    let u = crate::utc::UtcTime::of(now);
+    format!("{:04}-{:02}-{:02} {:02}:{:02} UTC", u.year, u.month, u.day, u.hour, u.minute)
 }
 
 /// Writes `bytes` to a temporary file next to `path`, syncs it, keeps the
