@@ -328,6 +328,34 @@ async fn walk_never_follows_symlinks_out_of_the_scope() {
     assert_eq!(got, vec!["real/in.txt"]);
 }
 
+/// A tree past the in-thread budget ([`search::SEQUENTIAL_ENTRIES`]) is
+/// walked again in parallel: every file is found exactly once, and the cap
+/// on entries counts from zero again.
+#[tokio::test]
+async fn a_large_tree_is_walked_and_searched_once_per_file() {
+    let f = Fixture::new();
+    let files = search::SEQUENTIAL_ENTRIES + 500;
+    for i in 0..files {
+        let dir = f.root.join(format!("d{}", i % 37));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(format!("f{i}.txt")), format!("needle {i}\n")).unwrap();
+    }
+    let b = &f.backend;
+    let got = b.walk(&f.scope, &walk_opts(&f)).await.unwrap();
+    let paths: std::collections::BTreeSet<String> = got.iter().map(|e| e.path.clone()).collect();
+    assert_eq!((got.len(), paths.len()), (files, files), "each file once");
+    let capped = WalkOptions { max_entries: 10, ..walk_opts(&f) };
+    assert_eq!(b.walk(&f.scope, &capped).await.unwrap().len(), 10);
+
+    let found = b.search(&f.scope, &search_req(&f, "needle", SearchMode::FilesWithMatches)).await.unwrap();
+    let paths: std::collections::BTreeSet<String> = found.iter().map(|m| m.path.clone()).collect();
+    assert_eq!((found.len(), paths.len()), (files, files), "each matching file once");
+    let mut capped = search_req(&f, "needle", SearchMode::Count);
+    capped.files.max_entries = 25;
+    let found = b.search(&f.scope, &capped).await.unwrap();
+    assert_eq!((found.len(), found.iter().map(|m| m.count).sum::<u64>()), (25, 25));
+}
+
 // ---------------------------------------------------------------- search
 
 fn search_req(f: &Fixture, pattern: &str, mode: SearchMode) -> SearchRequest {
