@@ -289,9 +289,10 @@ pub struct OptimiseArgs {
     pub cache: PathBuf,
     /// The built-ins to compile
     pub names: Vec<String>,
-    /// A plugin file to compile, if it still has this SHA-256 (repeatable)
-    #[arg(long = "plugin", value_name = "SHA256=FILE")]
-    pub plugins: Vec<String>,
+    /// A plugin file to compile, if it still has this SHA-256 (repeatable;
+    /// not `--plugin`, which every command takes to load one)
+    #[arg(long = "wasm", value_name = "SHA256=FILE")]
+    pub wasm_files: Vec<String>,
 }
 
 #[derive(Args, Debug)]

@@ -131,7 +131,7 @@ fn spawn_optimiser(cache: PathBuf, names: &[&str], plugins: &[String]) -> Result
         .arg("--cache")
         .arg(cache)
         .args(names)
-        .args(plugins.iter().flat_map(|p| ["--plugin", p.as_str()]))
+        .args(plugins.iter().flat_map(|p| ["--wasm", p.as_str()]))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -144,7 +144,7 @@ fn spawn_optimiser(cache: PathBuf, names: &[&str], plugins: &[String]) -> Result
     Ok(())
 }
 
-/// `toolhost __optimise-builtins --cache DIR NAME… [--plugin SHA256=FILE]…`:
+/// `toolhost __optimise-builtins --cache DIR NAME… [--wasm SHA256=FILE]…`:
 /// compiles the named built-ins' optimised code into the cache, then each
 /// plugin file that still has the SHA-256 its command checked (pinned,
 /// when locked), on low-priority threads. Compiling runs no guest code.
@@ -161,9 +161,9 @@ pub fn optimise_builtins(args: OptimiseArgs) -> Result<u8> {
         };
         toolhost::builtin::optimise(&runtime, builtin)?;
     }
-    for plugin in &args.plugins {
+    for plugin in &args.wasm_files {
         let Some((sha256, file)) = plugin.split_once('=') else {
-            bail!("--plugin takes SHA256=FILE, not '{plugin}'");
+            bail!("--wasm takes SHA256=FILE, not '{plugin}'");
         };
         let bytes = std::fs::read(file).with_context(|| format!("reading plugin {file}"))?;
         // A file changed since: the next command checks and compiles it.
