@@ -246,3 +246,49 @@ fn serve_offers_a_big_plugin_when_it_is_ready_and_reports_a_broken_one() {
     assert_eq!(load_errors[0]["data"]["file"], broken.display().to_string());
     assert!(load_errors[0]["data"]["error"].as_str().unwrap().contains("could not be compiled"), "{logs:?}");
 }
+
+/// A one-shot command that does not use the big plugin answers at once and
+/// leaves its compile to the detached optimiser, whose cached code the next
+/// command loads without compiling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_call_leaves_the_big_plugin_to_the_detached_optimiser() {
+    let scratch = Scratch::new();
+    let cache = scratch.dir.path().join("cache");
+    let python = fixture("word_count_py.wasm");
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(toolhost_bin())
+            .current_dir(scratch.work())
+            .arg("--cache-dir")
+            .arg(&cache)
+            .arg("--plugin")
+            .arg(&python)
+            .args(args)
+            .env("RUST_LOG", "toolhost=info")
+            .env("HOME", scratch.dir.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("running toolhost");
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{args:?}: {stdout}{stderr}");
+        (stdout, stderr)
+    };
+    let echo = guest("echo").display().to_string();
+    let (stdout, stderr) = cli(&["--plugin", &echo, "call", "Echo", r#"{"text":"hi"}"#]);
+    assert_eq!(stdout.trim(), "hi");
+    assert!(stderr.contains("compiling it in the background"), "{stderr}");
+
+    // The detached optimiser stores the optimised code (bounded wait for
+    // another process, never a measure).
+    let mut s = scratch.settings();
+    s.cache_dir = Some(cache.clone());
+    let probe = scratch.host(s).await;
+    let bytes = std::fs::read(&python).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1200);
+    while !probe.runtime().is_optimised_cached(&bytes) {
+        assert!(std::time::Instant::now() < deadline, "no optimised code was cached in 1200 s");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let (stdout, stderr) = cli(&["describe", "word_count"]);
+    assert!(stdout.contains("word_count"), "{stdout}");
+    assert!(!stderr.contains("compiling it in the background"), "the cache had it: {stderr}");
+}
