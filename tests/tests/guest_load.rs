@@ -85,7 +85,7 @@ async fn a_big_plugin_compiles_in_the_background_while_other_tools_answer() {
     let host = build(s.clone(), observer.clone()).await.expect("build() does not wait for the compile");
     let changes = host.tool_list_changes();
     let pending: Vec<PathBuf> = host.pending_loads().into_iter().map(|p| p.file).collect();
-    assert_eq!(pending, [python.clone()], "the Python plugin loads in the background");
+    assert_eq!(pending, std::slice::from_ref(&python), "the Python plugin loads in the background");
     assert!(host.is_loaded("Echo"), "the cached plugin loaded in build()");
     assert!(!host.is_registered("word_count"));
 
