@@ -12,7 +12,7 @@
 //! the rest of the host is not affected.
 //!
 //! **Baseline first.** Unless the runtime always optimises, a plugin's
-//! first load compiles with Winch, the baseline compiler (6–8× faster to
+//! first load compiles with Winch, the baseline compiler (4–8× faster to
 //! compile for these components; see docs/benchmarks.md, issue 19), and
 //! serves on that code; then its optimised code is compiled (queued after
 //! the loads) and swapped in without a change clients see
