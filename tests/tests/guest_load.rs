@@ -189,9 +189,10 @@ async fn a_plugin_that_fails_its_quick_checks_fails_the_build_without_a_compile(
     }
 }
 
-/// `toolhost serve` answers at once; each client is sent
+/// `toolhost serve --watch` answers at once; each client is sent
 /// `tools/list_changed` when the Python plugin is ready, lists it and
-/// calls it; a broken plugin is a log message (2025-11-25 sessions).
+/// calls it; a broken plugin is a log message (2025-11-25 sessions) and in
+/// `toolhost status`.
 #[test]
 fn serve_offers_a_big_plugin_when_it_is_ready_and_reports_a_broken_one() {
     let Some(py) = mcp_python() else { return };
@@ -212,11 +213,31 @@ fn serve_offers_a_big_plugin_when_it_is_ready_and_reports_a_broken_one() {
         "--grant".into(),
         "word_count=fs-read".into(),
         "serve".into(),
+        "--watch".into(),
         "--http".into(),
         "127.0.0.1:0".into(),
     ]
     .into();
     let server = HttpServer::spawn(&scratch, &args);
+    // Meanwhile `toolhost status` lists it as loading (once the watching
+    // server has written its status file).
+    let status = || -> Option<serde_json::Value> {
+        let out = scratch.cli(&["status", "--json"]);
+        let reports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status --json");
+        reports.as_array().unwrap().iter().find(|r| r["pid"] == server.pid()).cloned()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let early = loop {
+        if let Some(report) = status() {
+            break report;
+        }
+        assert!(std::time::Instant::now() < deadline, "no status file for the server");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let loading: Vec<&serde_json::Value> = early["loading"].as_array().unwrap().iter().map(|l| &l["file"]).collect();
+    assert!(loading.contains(&&json!(python.display().to_string())), "{early}");
+    let out = scratch.cli(&["status"]);
+    assert!(text(&out).0.contains("loading in the background"), "{}", text(&out).0);
     let file = scratch.work().join("a.txt");
     std::fs::write(&file, "one two three\n").unwrap();
     let params = json!({"tool": "word_count", "args": {"paths": [file]}, "timeout": PATIENT_MS / 1000});
@@ -245,6 +266,27 @@ fn serve_offers_a_big_plugin_when_it_is_ready_and_reports_a_broken_one() {
     assert_eq!(load_errors[0]["data"]["event"], "load-error");
     assert_eq!(load_errors[0]["data"]["file"], broken.display().to_string());
     assert!(load_errors[0]["data"]["error"].as_str().unwrap().contains("could not be compiled"), "{logs:?}");
+
+    // `toolhost status` (the watching server's status file, rewritten once
+    // its loads are done and its first pass ran): the plugin serves, the
+    // broken file is reported. A bounded wait for the other process.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        let ours = status();
+        let file = |f: &Path| {
+            ours.as_ref()?["files"].as_array()?.iter().find(|s| s["file"] == f.display().to_string()).cloned()
+        };
+        if let (Some(good), Some(bad)) = (file(&python), file(&broken))
+            && good["name"] == "word_count"
+        {
+            assert!(ours.as_ref().unwrap().get("loading").is_none(), "{ours:?}");
+            assert!(bad["last_error"].as_str().unwrap().contains("could not be compiled"), "{bad}");
+            assert!(bad["name"].is_null(), "{bad}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "status never showed both files: {ours:?}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }
 
 /// A one-shot command that does not use the big plugin answers at once and
