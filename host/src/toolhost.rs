@@ -23,6 +23,11 @@
 //! [`Toolhost::is_registered`],
 //! [`Toolhost::is_loaded`], [`Toolhost::unload`] and
 //! [`Toolhost::rules_for_unknown_tools`] never load anything.
+//!
+//! A large plugin whose compiled code is not cached loads in the
+//! background after [`ToolhostBuilder::build`] returns (`loading.rs`):
+//! [`Toolhost::ready`] waits for it, and a call of a name not registered
+//! yet waits for it too (at most the call's timeout).
 
 use crate::sync::RwLockExt;
 use std::collections::BTreeMap;
