@@ -218,8 +218,10 @@ impl Global {
         }
         let host = builder.build().await?;
         crate::first_run::remember(&host);
-        for tool in host.rules_for_unknown_tools() {
-            eprintln!("warning: permission rules name the tool '{tool}', which is not loaded");
+        // A plugin loading in the background may have the name: checked
+        // once the loads are done (`first_run::wait_for_plugins`).
+        if host.pending_loads().is_empty() {
+            warn_unknown_rules(&host);
         }
         for problem in host.skill_problems() {
             eprintln!("warning: {} (skipped)", crate::shown::line(problem));
@@ -228,6 +230,13 @@ impl Global {
             eprintln!("warning: {}", crate::shown::line(&problem));
         }
         Ok(host)
+    }
+}
+
+/// Warns of permission rules that name tools this host does not have.
+pub fn warn_unknown_rules(host: &Toolhost) {
+    for tool in host.rules_for_unknown_tools() {
+        eprintln!("warning: permission rules name the tool '{tool}', which is not loaded");
     }
 }
 
@@ -267,8 +276,8 @@ pub enum Command {
     /// Work with an audit log (written with --audit FILE or [audit] path)
     #[command(subcommand)]
     Audit(AuditCommand),
-    /// Internal: compile built-ins' optimised code into the cache (started
-    /// in the background after a first run)
+    /// Internal: compile built-ins' and plugins' optimised code into the
+    /// cache (started in the background after a first run)
     #[command(name = "__optimise-builtins", hide = true)]
     OptimiseBuiltins(OptimiseArgs),
 }
@@ -280,6 +289,10 @@ pub struct OptimiseArgs {
     pub cache: PathBuf,
     /// The built-ins to compile
     pub names: Vec<String>,
+    /// A plugin file to compile, if it still has this SHA-256 (repeatable;
+    /// not `--plugin`, which every command takes to load one)
+    #[arg(long = "wasm", value_name = "SHA256=FILE")]
+    pub wasm_files: Vec<String>,
 }
 
 #[derive(Args, Debug)]

@@ -33,6 +33,10 @@ prints one JSON object with what the client saw. Scenarios:
                                        `count` log messages from the server (`seconds` at most)
 - groups {tool, args, groups}          list, call `tool`, reset_tools(groups), list and call
                                        again on one client, noting list_changed notifications
+- background_load {tool, args, timeout}
+                                       lists while a plugin loads in the background, waits for
+                                       tool-list changes until `tool` is listed (`timeout` seconds
+                                       for each), calls it; legacy: notes the server's log messages
 """
 
 import asyncio
@@ -456,7 +460,44 @@ async def scenario_log_messages(opts, p):
         return {"messages": messages}
 
 
+async def scenario_background_load(opts, p):
+    out = {"before": None, "notified": 0, "after": None, "call": None, "logs": []}
+    tool, timeout = p["tool"], p["timeout"]
+
+    async def on_log(params):
+        out["logs"].append({"level": str(params.level), "logger": params.logger, "data": params.data})
+
+    async def until_listed(c, next_change):
+        listed = await names(c)
+        while tool not in listed:
+            await asyncio.wait_for(next_change(), timeout=timeout)
+            out["notified"] += 1
+            listed = await names(c)
+        out["after"] = listed
+        out["call"] = result_json(await c.call_tool(tool, p["args"]))
+
+    if opts["mode"] == "legacy":
+        changes = asyncio.Queue()
+
+        async def on_message(m):
+            if isinstance(m, ToolListChangedNotification):
+                changes.put_nowait(m)
+
+        async with client(opts, message_handler=on_message, logging_callback=on_log) as c:
+            out["before"] = await names(c)
+            await until_listed(c, changes.get)
+    else:
+        async with client(opts) as c:
+            out["before"] = await names(c)
+            async with c.listen(tools_list_changed=True) as sub:
+                events = sub.__aiter__()
+                # Listed again once listening: no change falls between the two.
+                await until_listed(c, events.__anext__)
+    return out
+
+
 SCENARIOS = {
+    "background_load": scenario_background_load,
     "listen_until_stop": scenario_listen_until_stop,
     "stdio_stop": scenario_stdio_stop,
     "sessions": scenario_sessions,

@@ -154,9 +154,12 @@ impl Scratch {
         s
     }
 
-    /// A host over these settings.
+    /// A host over these settings, its plugins loaded (those not in the
+    /// compile cache load after `build()` returns: waited for here).
     pub async fn host(&self, settings: Settings) -> Toolhost {
-        Toolhost::builder().settings(settings, None).build().await.expect("building the host")
+        let host = Toolhost::builder().settings(settings, None).build().await.expect("building the host");
+        host.ready().await.expect("loading the plugins");
+        host
     }
 
     /// Runs the CLI with `args` in this scratch dir (cache shared), stdin closed.

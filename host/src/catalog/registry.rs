@@ -190,6 +190,22 @@ impl<T: Registered> Registry<T> {
         Ok(old)
     }
 
+    /// Puts `tool` in place of the loaded tool registered as `name` when
+    /// `same` says that one is the same tool (the same bytes, compiled
+    /// again by another compiler), in one step and without moving the
+    /// generation on: nothing a client sees changed. Returns whether it was
+    /// put in (not when the name is gone, lazy, or now another tool).
+    pub(crate) fn upgrade(&self, name: &str, tool: Arc<T>, same: impl FnOnce(&T) -> bool) -> bool {
+        let mut tools = self.tools.write_unpoisoned();
+        let Some(slot) = tools.get_mut(name) else { return false };
+        let Entry::Loaded(old) = &*slot else { return false };
+        if !same(old) {
+            return false;
+        }
+        *slot = Entry::Loaded(tool);
+        true
+    }
+
     /// Removes `name`; returns whether it was registered.
     pub(crate) fn remove(&self, name: &str) -> bool {
         let removed = self.tools.write_unpoisoned().remove(name).is_some();

@@ -16,6 +16,7 @@ use crate::catalog::tool::{LoadError, Origin, validate_metadata};
 use crate::runtime::bindings::ToolPre;
 use crate::runtime::store::CallSetup;
 use crate::runtime::{CacheOutcome, Runtime, Tier};
+use wasmtime::component::Component;
 
 /// A tool component, instantiated afresh for every call.
 pub struct ComponentTool {
@@ -73,7 +74,22 @@ pub async fn load_component_with_hash(
         Tier::Baseline => runtime.compile_first_use(bytes, label),
         Tier::Optimised => runtime.compile(bytes, label).map(|(c, cache)| (c, cache, Tier::Optimised)),
     };
-    let (component, cache, tier) = compiled.map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
+    let compiled = compiled.map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
+    load_compiled(runtime, compiled, origin, label, sha256).await
+}
+
+/// The rest of a load once the component is compiled (`compiled`: the
+/// component, what the cache did, which compiler's code it is): its world
+/// and version, linking, its metadata asked with no grants, the checks of
+/// that metadata. `sha256` is that of the component's bytes.
+pub async fn load_compiled(
+    runtime: &Runtime,
+    compiled: (Component, CacheOutcome, Tier),
+    origin: Origin,
+    label: &str,
+    sha256: String,
+) -> Result<LoadReport, LoadError> {
+    let (component, cache, tier) = compiled;
     let wit_version = check_exports(&component, label, ComponentKind::Tool)?;
     let imports: Vec<String> =
         component.component_type().imports(component.engine()).map(|(name, _)| name.to_string()).collect();
@@ -87,6 +103,25 @@ pub async fn load_component_with_hash(
         .map_err(|e| LoadError::Instantiate(label.into(), format!("{e:#}")))?;
     let (info, validator) = validate_metadata(metadata, origin, wit_version.to_string(), sha256, label)?;
     Ok(LoadReport { tool: LoadedTool::new(info, validator, Arc::new(ComponentTool { pre })), cache, tier, imports })
+}
+
+/// `old`, a component tool, on other code of the same bytes (their
+/// optimised compile, `component`): the world and version checked and the
+/// imports linked again, the metadata the first load asked for kept. No
+/// guest code runs: nothing the guest would answer now can change what the
+/// tool is (its name, flags, schema or declared capabilities).
+pub(crate) fn recompiled(runtime: &Runtime, component: &Component, old: &LoadedTool) -> Result<LoadedTool, LoadError> {
+    let label = match &old.info.origin {
+        Origin::File(path) => path.display().to_string(),
+        _ => old.info.name.clone(),
+    };
+    let wit_version = check_exports(component, &label, ComponentKind::Tool)?;
+    let pre = runtime
+        .tool_linker_for(component)
+        .instantiate_pre(component)
+        .map_err(|e| LoadError::UnknownImport(label.clone(), format!("{e:#}")))?;
+    let pre = ToolPre::new(wit_version, pre).map_err(|e| LoadError::WrongWorld(label, format!("{e:#}")))?;
+    Ok(old.with_kind(Arc::new(ComponentTool { pre })))
 }
 
 /// Loads a built-in: compiles it (through the cache; a first use on an

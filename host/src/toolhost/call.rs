@@ -143,8 +143,10 @@ impl Toolhost {
         let loaded = match self.tool(&request.tool).await {
             Ok(loaded) => loaded,
             Err(LookupError::Unknown(_)) => {
-                return fail(format!("ToolNotFoundError: {}", unknown_tool(&request.tool))).await;
+                let failed = self.failed_loads_text();
+                return fail(format!("ToolNotFoundError: {}{failed}", unknown_tool(&request.tool))).await;
             }
+            Err(e @ LookupError::StillLoading { .. }) => return fail(format!("ToolNotFoundError: {e}")).await,
             Err(LookupError::Load(e)) => return fail(format!("could not load tool '{}': {e}", request.tool)).await,
         };
         crate::audit::note(|a| a.tool(&loaded.info.sha256));
@@ -316,6 +318,19 @@ impl Toolhost {
         let mut chunk = Chunk::text(result.output, result.state.unwrap_or(ResultState::Success));
         chunk.metadata = result.metadata;
         Ok(ToolResponse::from_chunk(call.call_id.clone(), chunk))
+    }
+}
+
+impl Toolhost {
+    /// For an unknown name: the plugin files that failed to load in the
+    /// background (one may have been meant), or nothing.
+    fn failed_loads_text(&self) -> String {
+        let failed = self.failed_loads();
+        if failed.is_empty() {
+            return String::new();
+        }
+        let files: Vec<String> = failed.iter().map(|f| f.file.display().to_string()).collect();
+        format!(" These plugin files failed to load, so their tools are missing: {}.", files.join(", "))
     }
 }
 
