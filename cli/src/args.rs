@@ -202,17 +202,30 @@ impl Global {
         Ok((s, path))
     }
 
-    /// A host built from the settings and flags, with warnings printed.
+    /// A host built from the settings and flags, with warnings printed, for
+    /// a one-shot command: built-ins first used on baseline code are left to
+    /// `toolhost __optimise-builtins` when the command ends.
     pub async fn host(&self) -> Result<Toolhost> {
         self.host_with(|_| true).await
+    }
+
+    /// The host of `toolhost serve`, which keeps running: it optimises the
+    /// built-ins it first used on baseline code itself, in the background.
+    pub async fn long_running_host(&self) -> Result<Toolhost> {
+        self.build_host(|_| true, true).await
     }
 
     /// The host, with the tools of the upstream MCP servers `wanted`
     /// accepts (each such server is started, or reached, now).
     pub async fn host_with(&self, wanted: impl Fn(&str) -> bool) -> Result<Toolhost> {
+        self.build_host(wanted, false).await
+    }
+
+    async fn build_host(&self, wanted: impl Fn(&str) -> bool, long_running: bool) -> Result<Toolhost> {
         let (settings, read) = self.settings()?;
         let remember = Settings::remember_path(read.as_deref())?;
-        let mut builder = Toolhost::builder().settings(settings, Some(remember));
+        let mut builder =
+            Toolhost::builder().settings(settings, Some(remember)).optimise_builtins_in_background(long_running);
         if let Some(observer) = crate::first_run::observer() {
             builder = builder.compile_observer(observer);
         }

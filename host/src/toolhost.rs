@@ -32,7 +32,7 @@
 use crate::sync::RwLockExt;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use anyhow::{Context as _, Result, bail};
 
@@ -44,7 +44,7 @@ use crate::catalog::group::ToolGroups;
 use crate::catalog::registry::{Entry, Registry};
 use crate::catalog::skill::Skills;
 use crate::catalog::tool::{LoadError, LookupError, Origin, ToolInfo};
-use crate::execution::component::{load_builtin, load_compiled, load_component};
+use crate::execution::component::{load_builtin_tiered, load_compiled, load_component};
 use crate::execution::loaded::LoadedTool;
 use crate::execution::middleware::registry::Registry as MiddlewareRegistry;
 use crate::permission::{self, Mode, Rule, RuleSet};
@@ -135,6 +135,7 @@ pub struct ToolhostBuilder {
     observer: Option<CompileObserver>,
     always_optimise: bool,
     background_from: Option<u64>,
+    optimise_builtins: Option<bool>,
 }
 
 impl ToolhostBuilder {
@@ -171,11 +172,23 @@ impl ToolhostBuilder {
 
     /// Compiles every built-in's first use with the optimising compiler
     /// ([`RuntimeOptions::always_optimise`]). A one-shot process (the CLI)
-    /// wants the default, baseline code for a first use on an empty cache; a
-    /// long-running host that keeps its tools loaded may prefer to pay the
-    /// optimising compile once rather than run baseline code until restarted.
+    /// wants the default, baseline code for a first use on an empty cache,
+    /// and so does a host that keeps running: its built-ins are optimised in
+    /// the background after their first use
+    /// ([`ToolhostBuilder::optimise_builtins_in_background`]).
     pub fn always_optimise(mut self, yes: bool) -> Self {
         self.always_optimise = yes;
+        self
+    }
+
+    /// Whether a built-in whose first use ran on baseline code gets its
+    /// optimised code compiled in the background (low priority, one compile
+    /// at a time, behind any plugin loads) and swapped in, so that a host
+    /// that keeps running converges on optimised code (default `true`). A
+    /// one-shot process turns it off and leaves the compile to another
+    /// process ([`Toolhost::builtins_to_optimise`]), as the CLI does.
+    pub fn optimise_builtins_in_background(mut self, yes: bool) -> Self {
+        self.optimise_builtins = Some(yes);
         self
     }
 
@@ -279,6 +292,7 @@ impl ToolhostBuilder {
                 audit,
                 loads: Default::default(),
                 background_from: self.background_from.unwrap_or(BACKGROUND_LOAD_BYTES),
+                optimise_builtins: self.optimise_builtins.unwrap_or(true),
             }),
         };
         // Before any plugin, so none can take a meta tool's name.
@@ -348,6 +362,9 @@ struct Inner {
     loads: loading::Loads,
     /// The size from which a plugin not in the cache loads in the background.
     background_from: u64,
+    /// Whether a built-in first used on baseline code is optimised in the
+    /// background ([`ToolhostBuilder::optimise_builtins_in_background`]).
+    optimise_builtins: bool,
 }
 
 /// The size from which a plugin file whose compiled code is not cached
@@ -410,7 +427,7 @@ impl Toolhost {
     fn register_builtins(&self) -> Result<(), LoadError> {
         for builtin in crate::catalog::builtin::BUILTINS {
             let label = format!("built-in tool {}", builtin.name);
-            self.register(builtin.name, builtin_entry(builtin), &label)?;
+            self.register(builtin.name, builtin_entry(builtin, Arc::downgrade(&self.inner)), &label)?;
         }
         Ok(())
     }
@@ -564,6 +581,15 @@ impl Toolhost {
     /// to observe (and test) that start-up loaded no built-in.
     pub fn is_loaded(&self, name: &str) -> bool {
         self.inner.tools.read().get(name).is_some_and(Entry::is_loaded)
+    }
+
+    /// Which compiler's code the tool named `name` runs now: `None` when it
+    /// is not loaded (a built-in before its first use) or runs no compiled
+    /// component (a function tool, an upstream server's tool). A tool on
+    /// [`Tier::Baseline`] code moves to optimised code once its background
+    /// compile is done (see [`crate::loading`]).
+    pub fn code_tier(&self, name: &str) -> Option<Tier> {
+        self.inner.tools.entry(name)?.loaded()?.kind.tier()
     }
 
     /// The built-ins loaded in this host whose optimised code is not in the
@@ -737,11 +763,24 @@ impl Toolhost {
 }
 
 /// A registry entry for an embedded built-in, loaded on first use.
-fn builtin_entry(builtin: &'static Builtin) -> Entry<LoadedTool> {
+/// The lazy registry entry of `builtin`: its first use loads it and, when
+/// that gave baseline code, queues its optimisation on `host`.
+fn builtin_entry(builtin: &'static Builtin, host: Weak<Inner>) -> Entry<LoadedTool> {
     Entry::lazy(
         Origin::Builtin,
         Box::new(move || builtin.info()),
-        Box::new(move |runtime| Box::pin(load_builtin(runtime, builtin))),
+        Box::new(move |runtime| {
+            let host = host.clone();
+            Box::pin(async move {
+                let (tool, tier) = load_builtin_tiered(runtime, builtin).await?;
+                if tier == Tier::Baseline
+                    && let Some(inner) = host.upgrade()
+                {
+                    Toolhost { inner }.queue_optimise_builtin(builtin);
+                }
+                Ok(tool)
+            })
+        }),
     )
 }
 

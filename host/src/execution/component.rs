@@ -21,6 +21,7 @@ use wasmtime::component::Component;
 /// A tool component, instantiated afresh for every call.
 pub struct ComponentTool {
     pre: ToolPre,
+    tier: Tier,
 }
 
 impl ToolKind for ComponentTool {
@@ -30,6 +31,10 @@ impl ToolKind for ComponentTool {
         setup: CallSetup,
     ) -> BoxFuture<'a, anyhow::Result<CallableTool>> {
         Box::pin(async move { Ok(CallableTool::new(ToolInstance::new(&self.pre, setup).await?)) })
+    }
+
+    fn tier(&self) -> Option<Tier> {
+        Some(self.tier)
     }
 }
 
@@ -102,7 +107,12 @@ pub async fn load_compiled(
         .await
         .map_err(|e| LoadError::Instantiate(label.into(), format!("{e:#}")))?;
     let (info, validator) = validate_metadata(metadata, origin, wit_version.to_string(), sha256, label)?;
-    Ok(LoadReport { tool: LoadedTool::new(info, validator, Arc::new(ComponentTool { pre })), cache, tier, imports })
+    Ok(LoadReport {
+        tool: LoadedTool::new(info, validator, Arc::new(ComponentTool { pre, tier })),
+        cache,
+        tier,
+        imports,
+    })
 }
 
 /// `old`, a component tool, on other code of the same bytes (their
@@ -121,7 +131,7 @@ pub(crate) fn recompiled(runtime: &Runtime, component: &Component, old: &LoadedT
         .instantiate_pre(component)
         .map_err(|e| LoadError::UnknownImport(label.clone(), format!("{e:#}")))?;
     let pre = ToolPre::new(wit_version, pre).map_err(|e| LoadError::WrongWorld(label, format!("{e:#}")))?;
-    Ok(old.with_kind(Arc::new(ComponentTool { pre })))
+    Ok(old.with_kind(Arc::new(ComponentTool { pre, tier: Tier::Optimised })))
 }
 
 /// Loads a built-in: compiles it (through the cache; a first use on an
@@ -129,7 +139,14 @@ pub(crate) fn recompiled(runtime: &Runtime, component: &Component, old: &LoadedT
 /// it reports the name it is registered under and the metadata its
 /// `metadata.json` carries.
 pub async fn load_builtin(runtime: &Runtime, builtin: &Builtin) -> Result<LoadedTool, LoadError> {
-    let tool = load_builtin_unchecked(runtime, builtin).await?;
+    load_builtin_tiered(runtime, builtin).await.map(|(tool, _)| tool)
+}
+
+/// [`load_builtin`], saying which compiler's code the tool runs (baseline
+/// code is worth optimising in a host that keeps running).
+pub async fn load_builtin_tiered(runtime: &Runtime, builtin: &Builtin) -> Result<(LoadedTool, Tier), LoadError> {
+    let report = load_builtin_report(runtime, builtin).await?;
+    let tool = report.tool;
     if tool.info.name != builtin.name {
         return Err(builtin.name_mismatch(tool.info.name.clone()));
     }
@@ -141,17 +158,21 @@ pub async fn load_builtin(runtime: &Runtime, builtin: &Builtin) -> Result<Loaded
             crate_name: builtin.crate_name.to_string(),
         });
     }
-    Ok(tool)
+    Ok((tool, report.tier))
 }
 
 /// Loads a built-in's component and asks it for its metadata, comparing
 /// it with nothing (the metadata test and its `TOOLHOST_BLESS_METADATA`
 /// rewrite use this).
 pub async fn load_builtin_unchecked(runtime: &Runtime, builtin: &Builtin) -> Result<LoadedTool, LoadError> {
+    load_builtin_report(runtime, builtin).await.map(|report| report.tool)
+}
+
+async fn load_builtin_report(runtime: &Runtime, builtin: &Builtin) -> Result<LoadReport, LoadError> {
     let label = format!("built-in tool {}", builtin.name);
     let report =
         load_component_with_hash(runtime, builtin.bytes, Origin::Builtin, &label, Some(builtin.sha256), Tier::Baseline)
             .await?;
     tracing::debug!("loaded {label}: {:?} code (compile cache: {:?})", report.tier, report.cache);
-    Ok(report.tool)
+    Ok(report)
 }

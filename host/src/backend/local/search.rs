@@ -149,7 +149,7 @@ fn run_walk<'s>(builder: &WalkBuilder, visitor: impl Fn() -> Visitor<'s>, restar
     loop {
         let Some(entry) = walk.next() else { return };
         visited += 1;
-        if visited > SEQUENTIAL_ENTRIES || (visited % 64 == 0 && started.elapsed() > SEQUENTIAL_TIME) {
+        if visited > SEQUENTIAL_ENTRIES || (visited.is_multiple_of(64) && started.elapsed() > SEQUENTIAL_TIME) {
             break;
         }
         if matches!(visit(entry), WalkState::Quit) {
