@@ -208,11 +208,55 @@ fn bounded_ops<T: PartialEq + Copy + Into<u32>>(a: &[T], b: &[T], distinct: usiz
     let rb: Vec<T> = keep_b.iter().map(|&j| b_mid[j]).collect();
     let mut matched = Vec::new();
     let mut myers = Myers::new(ra.len(), rb.len());
-    myers.conquer(&ra, 0..ra.len(), &rb, 0..rb.len(), budget, &mut matched);
+    let (mut i, mut j) = (0, 0);
+    for (x, y) in anchors(&ra, &rb, distinct).into_iter().chain([(ra.len(), rb.len())]) {
+        myers.conquer(&ra, i..x, &rb, j..y, budget, &mut matched);
+        matched.push((x, y));
+        (i, j) = (x + 1, y + 1);
+    }
+    matched.pop();
     let prefix = (0..pre).map(|i| (i, i));
     let middle = matched.into_iter().map(|(i, j)| (pre + keep_a[i], pre + keep_b[j]));
     let suffix = (0..suf).map(|t| (a.len() - suf + t, b.len() - suf + t));
     ops_from_pairs(prefix.chain(middle).chain(suffix), a.len(), b.len())
+}
+
+/// The anchors of patience diff: the pairs of lines that occur exactly
+/// once in `a` and once in `b`, the longest chain of them increasing on
+/// both sides (`O(n log n)`), so a moved block is matched where it is
+/// longest instead of costing Myers its length squared.
+fn anchors<T: Copy + Into<u32>>(a: &[T], b: &[T], distinct: usize) -> Vec<(usize, usize)> {
+    let id = |line: T| line.into() as usize;
+    let (mut in_a, mut in_b) = (vec![0u8; distinct], vec![0u8; distinct]);
+    let mut at_b = vec![0usize; distinct];
+    a.iter().for_each(|&line| in_a[id(line)] = in_a[id(line)].saturating_add(1));
+    for (j, &line) in b.iter().enumerate() {
+        in_b[id(line)] = in_b[id(line)].saturating_add(1);
+        at_b[id(line)] = j;
+    }
+    let unique: Vec<(usize, usize)> =
+        (0..a.len()).filter(|&i| in_a[id(a[i])] == 1 && in_b[id(a[i])] == 1).map(|i| (i, at_b[id(a[i])])).collect();
+    // Longest increasing subsequence of the `b` positions (patience sorting):
+    // `tails[k]` is the candidate ending the best chain of length k + 1.
+    let mut tails: Vec<usize> = Vec::new();
+    let mut before: Vec<Option<usize>> = vec![None; unique.len()];
+    for (c, &(_, j)) in unique.iter().enumerate() {
+        let k = tails.partition_point(|&t| unique[t].1 < j);
+        before[c] = k.checked_sub(1).map(|p| tails[p]);
+        if k == tails.len() {
+            tails.push(c);
+        } else {
+            tails[k] = c;
+        }
+    }
+    let mut chain = Vec::with_capacity(tails.len());
+    let mut at = tails.last().copied();
+    while let Some(c) = at {
+        chain.push(unique[c]);
+        at = before[c];
+    }
+    chain.reverse();
+    chain
 }
 
 /// The ops of a matching (pairs of equal lines, increasing on both sides):
