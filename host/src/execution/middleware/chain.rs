@@ -6,7 +6,6 @@
 use crate::sync::MutexExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::FutureExt as _;
 use tokio::sync::{mpsc, oneshot};
@@ -355,16 +354,27 @@ impl Chain {
     /// actually responsible: an outer layer that timed out while waiting
     /// for its inner layers passes the blame inward, and a failed
     /// middleware fails the call even if an outer one carried on.
+    ///
+    /// When the outer layer failed while waiting, every inner layer's own
+    /// end is waited for (their join handles, and those of the layers they
+    /// started meanwhile) before the blame is assigned, however long the
+    /// machine takes to run them: the blame never depends on which task a
+    /// loaded machine happened to schedule first. This ends because every
+    /// inner layer runs under the call's deadline (guest code is
+    /// interrupted by the epoch callback, host waits by `with_deadline`).
     async fn settle(&self, result: LayerResult) -> Result<InnerOutcome, CallFailure> {
-        let mut tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *self.tasks.lock_unpoisoned());
         let waited = matches!(&result, Err(f) if f.waiting);
-        if waited {
-            // Inner layers share the deadline, so they end about now.
-            let all = futures::future::join_all(tasks.iter_mut());
-            let _ = tokio::time::timeout(Duration::from_secs(2), all).await;
-        }
-        for task in &tasks {
-            task.abort();
+        loop {
+            let tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *self.tasks.lock_unpoisoned());
+            if tasks.is_empty() {
+                break;
+            }
+            if waited {
+                futures::future::join_all(tasks).await;
+            } else {
+                tasks.iter().for_each(JoinHandle::abort);
+                break;
+            }
         }
         let failures = std::mem::take(&mut *self.failures.lock_unpoisoned());
         match result {
