@@ -210,6 +210,27 @@ impl Global {
     /// The host, with the tools of the upstream MCP servers `wanted`
     /// accepts (each such server is started, or reached, now).
     pub async fn host_with(&self, wanted: impl Fn(&str) -> bool) -> Result<Toolhost> {
+        let host = self.host_alone().await?;
+        for problem in toolhost_mcp::upstream::connect_servers_where(&host, wanted).await {
+            eprintln!("warning: {}", crate::shown::line(&problem));
+        }
+        Ok(host)
+    }
+
+    /// The host of `toolhost serve`: every upstream server is started now,
+    /// and one that does not start is tried again in the background until
+    /// it does (its tools then appear, with a tool-list change).
+    pub async fn host_for_serve(&self) -> Result<Toolhost> {
+        let host = self.host_alone().await?;
+        let retry = toolhost_mcp::upstream::Retry::default();
+        for problem in toolhost_mcp::upstream::connect_servers_retrying(&host, retry).await {
+            eprintln!("warning: {} (tried again in the background)", crate::shown::line(&problem));
+        }
+        Ok(host)
+    }
+
+    /// The host, without the tools of upstream servers; warnings printed.
+    async fn host_alone(&self) -> Result<Toolhost> {
         let (settings, read) = self.settings()?;
         let remember = Settings::remember_path(read.as_deref())?;
         let mut builder = Toolhost::builder().settings(settings, Some(remember));
@@ -223,9 +244,6 @@ impl Global {
         }
         for problem in host.skill_problems() {
             eprintln!("warning: {} (skipped)", crate::shown::line(problem));
-        }
-        for problem in toolhost_mcp::upstream::connect_servers_where(&host, wanted).await {
-            eprintln!("warning: {}", crate::shown::line(&problem));
         }
         Ok(host)
     }
