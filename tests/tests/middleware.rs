@@ -335,6 +335,50 @@ async fn an_inner_layer_that_ends_late_is_blamed_not_the_outer_one_waiting_for_i
     assert_eq!(echo(&host, "still here").await.text(), "still here");
 }
 
+/// A middleware that starts its inner layers and then takes its time in
+/// its own code, not waiting for them.
+struct Dawdle;
+
+#[toolhost::async_trait]
+impl NativeMiddleware for Dawdle {
+    fn name(&self) -> &str {
+        "dawdle"
+    }
+
+    async fn on_tool_call(
+        &self,
+        _: &ToolInfo,
+        input: String,
+        next: Next,
+        _: &mut MiddlewareOutput,
+    ) -> Result<(), ToolError> {
+        let _inner = next.run(input).await?;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Ok(())
+    }
+}
+
+/// When time runs out, the innermost layer that was running then is
+/// blamed: an inner middleware that spins, even when the outer one was busy
+/// in its own code rather than waiting for it (as an outer layer is for a
+/// moment when it reads the inner failure, and may be interrupted then);
+/// the outer one when nothing inside was still running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_innermost_layer_running_when_time_runs_out_is_blamed() {
+    let scratch = Scratch::new();
+    let mut s = settings(&scratch, &["mw-spin"]);
+    s.limits.timeout_ms = 1_000;
+    let host = scratch.host(s).await;
+    host.register_middleware(Arc::new(Dawdle)).unwrap();
+    host.attach("Echo", ["dawdle", "mw-spin"]).unwrap();
+    let r = echo(&host, "x").await;
+    assert!(r.text().contains("middleware 'mw-spin' did not finish within"), "{}", r.text());
+    host.detach_all("Echo");
+    host.attach("Echo", ["dawdle"]).unwrap();
+    let r = echo(&host, "x").await;
+    assert!(r.text().contains("middleware 'dawdle' did not finish within"), "{}", r.text());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spinning_tool_under_middleware_is_blamed_on_the_tool() {
     let scratch = Scratch::new();
