@@ -209,19 +209,33 @@ impl Global {
         self.host_with(|_| true).await
     }
 
-    /// The host of `toolhost serve`, which keeps running: it optimises the
-    /// built-ins it first used on baseline code itself, in the background.
-    pub async fn long_running_host(&self) -> Result<Toolhost> {
-        self.build_host(|_| true, true).await
-    }
-
     /// The host, with the tools of the upstream MCP servers `wanted`
     /// accepts (each such server is started, or reached, now).
     pub async fn host_with(&self, wanted: impl Fn(&str) -> bool) -> Result<Toolhost> {
-        self.build_host(wanted, false).await
+        let host = self.host_alone(false).await?;
+        for problem in toolhost_mcp::upstream::connect_servers_where(&host, wanted).await {
+            eprintln!("warning: {}", crate::shown::line(&problem));
+        }
+        Ok(host)
     }
 
-    async fn build_host(&self, wanted: impl Fn(&str) -> bool, long_running: bool) -> Result<Toolhost> {
+    /// The host of `toolhost serve`, which keeps running: every upstream
+    /// server is started now, and one that does not start is tried again in
+    /// the background until it does (its tools then appear, with a
+    /// tool-list change); built-ins first used on baseline code are
+    /// optimised in the background.
+    pub async fn host_for_serve(&self) -> Result<Toolhost> {
+        let host = self.host_alone(true).await?;
+        let retry = toolhost_mcp::upstream::Retry::default();
+        for problem in toolhost_mcp::upstream::connect_servers_retrying(&host, retry).await {
+            eprintln!("warning: {} (tried again in the background)", crate::shown::line(&problem));
+        }
+        Ok(host)
+    }
+
+    /// The host, without the tools of upstream servers; warnings printed.
+    /// `long_running` hosts optimise their built-ins themselves.
+    async fn host_alone(&self, long_running: bool) -> Result<Toolhost> {
         let (settings, read) = self.settings()?;
         let remember = Settings::remember_path(read.as_deref())?;
         let mut builder =
@@ -238,9 +252,6 @@ impl Global {
         }
         for problem in host.skill_problems() {
             eprintln!("warning: {} (skipped)", crate::shown::line(problem));
-        }
-        for problem in toolhost_mcp::upstream::connect_servers_where(&host, wanted).await {
-            eprintln!("warning: {}", crate::shown::line(&problem));
         }
         Ok(host)
     }

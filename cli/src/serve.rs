@@ -10,7 +10,7 @@ use super::args::{Global, ServeArgs};
 use super::{call, exit};
 
 pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
-    let host = global.long_running_host().await?;
+    let host = global.host_for_serve().await?;
     report_background_loads(&host);
     let store: Arc<dyn SessionStore> = match &args.session {
         Some(name) => Arc::new(NamedSession::new(call::open_session(host.settings(), name)?)),

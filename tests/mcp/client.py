@@ -15,10 +15,13 @@ prints one JSON object with what the client saw. Scenarios:
 - parallel {tool, calls: [args, ...]}  the calls at once on one client
 - raw {body, headers}                  HTTP only: one POST as given, then a listing
 - raw_stdio {line}                     stdio only: one raw line, then a listing
-- list_changed {trigger}               listens for tool-list changes while the
+- list_changed {trigger, create_only?, seconds?}
+                                       listens for tool-list changes while the
                                        fixture server (tests/src/bin/mcp_fixture.rs)
                                        adds a tool (trigger created) and unloads
                                        it (trigger removed); lists after each
+                                       (create_only: only the first step; seconds:
+                                       how long to wait for each change, 30)
 - tasks {calls: [[tool, args], ...]}   the calls in order on one client
 - listen_until_stop {ready}            2026-07-28: a tool-list subscription until the
                                        stream ends; how it ended
@@ -254,6 +257,9 @@ async def scenario_list_changed(opts, p):
     notification on the session), after which the listing shows it."""
     trigger = p["trigger"]
     steps = [lambda: open(trigger, "w").close(), lambda: os.remove(trigger)]
+    if p.get("create_only"):
+        steps = steps[:1]
+    seconds = p.get("seconds", 30)
     out = {"before": None, "after": []}
     if opts["mode"] == "legacy":
         changes = asyncio.Queue()
@@ -266,7 +272,7 @@ async def scenario_list_changed(opts, p):
             out["before"] = await names(c)
             for step in steps:
                 step()
-                await asyncio.wait_for(changes.get(), timeout=30)
+                await asyncio.wait_for(changes.get(), timeout=seconds)
                 out["after"].append(await names(c))
     else:
         async with client(opts) as c:
@@ -276,7 +282,7 @@ async def scenario_list_changed(opts, p):
                 events = sub.__aiter__()
                 for step in steps:
                     step()
-                    await asyncio.wait_for(events.__anext__(), timeout=30)
+                    await asyncio.wait_for(events.__anext__(), timeout=seconds)
                     out["after"].append(await names(c))
     return out
 

@@ -6,7 +6,6 @@
 use crate::sync::MutexExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::FutureExt as _;
 use tokio::sync::{mpsc, oneshot};
@@ -352,34 +351,53 @@ impl Chain {
     }
 
     /// The call's result from the outermost layer's, blaming the layer
-    /// actually responsible: an outer layer that timed out while waiting
-    /// for its inner layers passes the blame inward, and a failed
-    /// middleware fails the call even if an outer one carried on.
+    /// actually responsible: a failed middleware fails the call even if an
+    /// outer one carried on; an outer layer that failed while waiting for
+    /// its inner layers passes the blame inward; and when time ran out,
+    /// the blame goes to the innermost layer that was running (not
+    /// waiting) when it did, even if an outer layer was interrupted after
+    /// it, in the moment it took to read the inner layer's failure.
+    ///
+    /// In those two cases every inner layer's own end is waited for (their
+    /// join handles, and those of the layers they started meanwhile) before
+    /// the blame is assigned, however long the machine takes to run them:
+    /// the blame never depends on which task a loaded machine happened to
+    /// schedule first. This ends because every inner layer runs under the
+    /// call's deadline (guest code is interrupted by the epoch callback,
+    /// host waits by `with_deadline`).
     async fn settle(&self, result: LayerResult) -> Result<InnerOutcome, CallFailure> {
-        let mut tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *self.tasks.lock_unpoisoned());
-        let waited = matches!(&result, Err(f) if f.waiting);
-        if waited {
-            // Inner layers share the deadline, so they end about now.
-            let all = futures::future::join_all(tasks.iter_mut());
-            let _ = tokio::time::timeout(Duration::from_secs(2), all).await;
-        }
-        for task in &tasks {
-            task.abort();
+        let join = matches!(&result, Err(f) if f.waiting || f.failure.is_timeout());
+        loop {
+            let tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *self.tasks.lock_unpoisoned());
+            if tasks.is_empty() {
+                break;
+            }
+            if join {
+                futures::future::join_all(tasks).await;
+            } else {
+                tasks.iter().for_each(JoinHandle::abort);
+                break;
+            }
         }
         let failures = std::mem::take(&mut *self.failures.lock_unpoisoned());
-        match result {
+        let outer = match result {
             Ok(outcome) => {
-                match failures.into_iter().find(|(_, f)| matches!(f.failure, CallFailure::Middleware { .. })) {
+                return match failures.into_iter().find(|(_, f)| matches!(f.failure, CallFailure::Middleware { .. })) {
                     Some((_, f)) => Err(f.failure),
                     None => Ok(outcome),
-                }
+                };
             }
-            Err(f) if f.waiting => {
-                let deepest = failures.into_iter().filter(|(_, f)| !f.waiting).max_by_key(|(position, _)| *position);
-                Err(deepest.map(|(_, inner)| inner.failure).unwrap_or(f.failure))
-            }
-            Err(f) => Err(f.failure),
-        }
+            Err(outer) => outer,
+        };
+        let running = failures.into_iter().filter(|(_, inner)| !inner.waiting);
+        let deepest = if outer.waiting {
+            running.max_by_key(|(position, _)| *position)
+        } else if outer.failure.is_timeout() {
+            running.filter(|(_, inner)| inner.failure.is_timeout()).max_by_key(|(position, _)| *position)
+        } else {
+            None
+        };
+        Err(deepest.map(|(_, inner)| inner.failure).unwrap_or(outer.failure))
     }
 }
 
