@@ -62,5 +62,7 @@ pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer,
 pub use execution::callable::CallableTool;
 pub use execution::middleware::NativeMiddleware;
 pub use tool::LookupError;
-pub use toolhost::{CallRequest, ExternalResult, Replacement, Toolhost, ToolhostBuilder, tool_error_text};
+pub use toolhost::{
+    CallRequest, ExternalResult, RUNNING_CALLS, Replacement, Toolhost, ToolhostBuilder, tool_error_text,
+};
 pub use types::ToolError;
