@@ -217,6 +217,15 @@ pub async fn call(host: &Toolhost, tool: &str, input: serde_json::Value, answer:
     host.call(CallRequest::new(tool, input.to_string())).finish(answer).await.into_response()
 }
 
+/// The next event of a call, failing (not hanging) when none comes within
+/// two minutes; `what` names the call in the failure.
+pub async fn next_event(stream: &mut toolhost::CallStream, what: &str) -> toolhost::CallEvent {
+    tokio::time::timeout(std::time::Duration::from_secs(120), stream.next())
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no event within 120 s"))
+        .unwrap_or_else(|| panic!("{what}: the stream ended"))
+}
+
 /// Whether `script` (util-linux), which the terminal tests run toolhost
 /// under to give it a pseudo-terminal, is installed. Under `CI=true` its
 /// absence fails the test instead of skipping it.

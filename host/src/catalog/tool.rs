@@ -96,6 +96,10 @@ pub enum LoadError {
     /// Its `info` is unusable.
     #[error("{0}: invalid middleware info: {1}")]
     MiddlewareInfo(String, String),
+    /// It trapped or timed out answering `info` (the cause names the
+    /// middleware, as its path until its name is known).
+    #[error("{0}: calling the middleware's `info` failed: {1}")]
+    MiddlewareProbe(String, String),
     /// The name is taken by another loaded middleware.
     #[error(
         "cannot load {source_name}: a middleware named '{name}' is already loaded; remove one of them or rename it"
