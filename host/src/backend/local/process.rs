@@ -241,7 +241,10 @@ impl Process for LocalProcess {
         if let Some(done) = self.finished {
             return done;
         }
+        // Unread output is discarded (the WIT contract): closed, nothing
+        // more is sent, and what was already sent is dropped.
         self.output.close();
+        while self.output.try_recv().is_ok() {}
         let status = match self.status.take() {
             Some(rx) => rx.await.unwrap_or(ExitStatus { code: -1, timed_out: false, truncated: false }),
             None => ExitStatus { code: -1, timed_out: false, truncated: false },
