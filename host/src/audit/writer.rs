@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result};
+use toolhost_core::audit::rotated;
 
 use super::AuditSettings;
 use super::record::{Dropped, Record, rfc3339};
@@ -157,13 +158,6 @@ fn lower_priority() {
         let tid = libc::gettid();
         libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
     }
-}
-
-/// `FILE.n`.
-pub(super) fn rotated(path: &Path, n: u32) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{n}"));
-    PathBuf::from(name)
 }
 
 /// The writer thread's side.

@@ -33,12 +33,12 @@
 //! dangerous_files = [".env", ".bashrc"]
 //!
 //! [backend]                           # where file and process operations run
-//! kind = "local"                      # see crate::backend::factory
-//! [backend.local]                     # the local sandbox (crate::backend::local::sandbox)
+//! kind = "local"                      # see toolhost::backend::factory
+//! [backend.local]                     # the local sandbox (toolhost::backend::local::sandbox)
 //! sandbox = "auto"                    # "on" | "auto" | "off"
 //! network = false
 //!
-//! [middleware]                        # tool middleware (see crate::middleware)
+//! [middleware]                        # tool middleware (see toolhost::middleware)
 //! files = ["mw/retry.wasm"]
 //! [middleware.attach]                 # tool (or "*") -> names, outermost first
 //! "*" = ["retry"]
@@ -66,10 +66,10 @@ use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::capability::Policy;
+use crate::limits::Limits;
 use crate::lockfile::LOCK_FILE;
 use crate::permission::settings::PermissionSettings;
 use crate::protected::{ProtectedKind, ProtectedPaths};
-use crate::runtime::Limits;
 
 /// The default settings file name, looked up in the current directory.
 pub const SETTINGS_FILE: &str = "toolhost.toml";
@@ -78,16 +78,21 @@ pub const SETTINGS_FILE: &str = "toolhost.toml";
 /// relative to the current directory.
 pub const OLD_SESSIONS_DIR: &str = ".toolhost/sessions";
 
+/// The backend kind when `[backend]` names none: this machine (the kind
+/// `toolhost::backend::factory::LOCAL` registers; a host built on default
+/// settings fails to start if the two ever differ).
+pub const DEFAULT_BACKEND: &str = "local";
+
 /// `[backend]`: which backend runs file and process operations.
 ///
 /// ```toml
 /// [backend]
-/// kind = "local"      # the kinds registered in crate::backend::BackendFactories
+/// kind = "local"      # the kinds registered in toolhost::backend::BackendFactories
 /// ```
 ///
 /// Every other key of the table is an option of that kind, handed to its
 /// factory (the `local` kind takes one, the `[backend.local]` table of its
-/// sandbox, `crate::backend::local::sandbox::SandboxSettings`). The short form `backend = "local"`
+/// sandbox, `toolhost::backend::local::sandbox::SandboxSettings`). The short form `backend = "local"`
 /// names the kind alone.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BackendSettings {
@@ -100,7 +105,7 @@ pub struct BackendSettings {
 
 impl Default for BackendSettings {
     fn default() -> Self {
-        Self { kind: crate::backend::factory::LOCAL.to_string(), options: toml::Table::new() }
+        Self { kind: DEFAULT_BACKEND.to_string(), options: toml::Table::new() }
     }
 }
 

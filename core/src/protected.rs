@@ -16,7 +16,7 @@
 //! * the local backend refuses every file operation on a protected path or
 //!   below a protected folder, symlinks resolved and hard links to a
 //!   protected file recognised, and leaves them out of walks and searches
-//!   (see [`crate::backend::local`]).
+//!   (see `toolhost::backend::local`).
 //!
 //! The lock file (`toolhost.lock`, [`crate::lockfile`]) pins which plugin
 //! bytes a locked host accepts and what each may declare: it is protected
@@ -25,7 +25,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::backend::scope::normalize_lexically;
+use crate::path::normalize_lexically;
 
 /// What a protected path is to toolhost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,7 +282,7 @@ fn command_words(command: &str, home: &str) -> Vec<String> {
 
 /// The real form of `path`: the longest existing prefix with its symlinks
 /// resolved, the rest appended.
-pub(crate) fn real_form(path: &Path) -> Option<PathBuf> {
+pub fn real_form(path: &Path) -> Option<PathBuf> {
     let mut existing = path.to_path_buf();
     let mut rest: Vec<std::ffi::OsString> = Vec::new();
     loop {
