@@ -187,8 +187,9 @@ impl ProtectedPaths {
     /// component (or that of its real form), since `..` only climbs and a
     /// word is joined to `cwd` or `home` — once `$HOME` and `${HOME}` are
     /// expanded as the command scan expands them, and unless `cwd` or
-    /// `home` already lies inside a protected folder, or the text holds a
-    /// backslash or a single quote; those cases answer `true`.
+    /// `home` (taken against `cwd` when relative, as the scan takes it) is
+    /// an entry or lies below one, or the text holds a backslash or a
+    /// single quote; those cases answer `true`.
     pub fn may_be_named_in(&self, input_text: &str, cwd: &str, home: &str) -> bool {
         if self.is_empty() {
             return false;
@@ -200,13 +201,24 @@ impl ProtectedPaths {
         // A backslash (a JSON escape, or one the command scan drops) or a
         // quote (which the command scan removes) can join the pieces of a
         // name that the text does not spell in one piece.
-        if text.contains(['\\', '\'']) || [cwd, home].iter().any(|d| self.covering(Path::new(d)).is_some()) {
+        // From a `cwd` or `home` at or below an entry, `..` climbs to it
+        // without a name: below a file entry too, which no file system
+        // allows but a path's text does.
+        let home = Path::new(cwd).join(home);
+        if text.contains(['\\', '\'']) || [Path::new(cwd), &home].into_iter().any(|d| self.at_or_above(d)) {
             return true;
         }
         self.entries
             .iter()
             .flat_map(|e| std::iter::once(&e.path).chain(e.real.as_ref()))
             .any(|p| p.file_name().and_then(|n| n.to_str()).is_none_or(|name| text.contains(name)))
+    }
+
+    /// Whether some entry is `path` (absolute; normalised here) or one of
+    /// its ancestors, whatever the entry's kind.
+    fn at_or_above(&self, path: &Path) -> bool {
+        let path = normalize_lexically(path);
+        self.entries.iter().any(|e| path.starts_with(&e.path) || e.real.as_deref().is_some_and(|r| path.starts_with(r)))
     }
 
     /// The refusal text when `input` (a tool call's input object) names a
@@ -417,6 +429,27 @@ mod tests {
             assert!(p.may_be_named_in(&input.to_string(), "/w", home), "{input} with home {home:?}: {found:?}");
         }
         assert!(!p.may_be_named_in(&json!({"command": "cat $HOME/notes"}).to_string(), "/w", "/home/u"));
+    }
+
+    /// Found while writing the `protected_input` fuzz target (which then
+    /// failed on it): a `cwd` below a protected *file* (`/w/toolhost.toml/x`,
+    /// a path's text if not a folder on disk) or a relative `home` taken
+    /// against `cwd` reaches the file with `..` alone, and the cheap test
+    /// looked only for `cwd` and `home` inside protected folders.
+    #[test]
+    fn the_cheap_test_sees_cwd_and_home_below_any_entry() {
+        let p = paths();
+        for (cwd, home, input) in [
+            ("/w/toolhost.toml/x", "/home/u", json!({"path": ".."})),
+            ("/w/toolhost.toml/x", "/home/u", json!({"command": "cat .."})),
+            ("/w", "toolhost.toml/x", json!({"path": "~/.."})),
+            ("/w", "/w/toolhost.toml/x", json!({"file_path": "~/.."})),
+        ] {
+            let found = p.named_in_input(&input, cwd, home);
+            assert!(found.is_some(), "{input} in {cwd} with home {home}");
+            assert!(p.may_be_named_in(&input.to_string(), cwd, home), "{input} in {cwd} with home {home}: {found:?}");
+        }
+        assert!(!p.may_be_named_in(&json!({"path": ".."}).to_string(), "/w/src", "/home/u"));
     }
 
     #[test]
