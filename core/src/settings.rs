@@ -432,6 +432,7 @@ impl Settings {
     /// against `base` (the file's directory).
     pub fn parse(text: &str, base: &Path) -> Result<Self> {
         let mut settings: Settings = toml::from_str(text)?;
+        settings.audit.validate().map_err(anyhow::Error::msg)?;
         settings.resolve_relative(base);
         Ok(settings)
     }
@@ -697,6 +698,15 @@ mod tests {
         assert_eq!((with_options.kind.as_str(), with_options.options["image"].as_str()), ("docker", Some("debian")));
         let err = parse("[backend]\nkind = 3\n").unwrap_err().to_string();
         assert!(err.contains("kind must be a string"), "{err}");
+    }
+
+    /// The reproducer of [`crate::audit`]'s bound, through the file: such a
+    /// file is refused by name instead of exhausting memory.
+    #[test]
+    fn an_audit_keep_past_its_bound_is_refused_before_anything_uses_it() {
+        let err =
+            Settings::parse("[audit]\npath = \"/l/audit.jsonl\"\nkeep = 4000000000\n", Path::new("/w")).unwrap_err();
+        assert!(format!("{err:#}").contains("[audit] keep = 4000000000"), "{err:#}");
     }
 
     #[test]

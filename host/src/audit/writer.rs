@@ -74,6 +74,7 @@ impl AuditLog {
     /// filesystem does not hold up start-up either; its folder must exist.
     pub fn open(settings: &AuditSettings) -> Result<AuditLog> {
         let path = settings.path.clone().context("the audit log needs a path ([audit] path or --audit FILE)")?;
+        settings.validate().map_err(anyhow::Error::msg)?;
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         if !dir.is_dir() {
             anyhow::bail!(
