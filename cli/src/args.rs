@@ -202,7 +202,9 @@ impl Global {
         Ok((s, path))
     }
 
-    /// A host built from the settings and flags, with warnings printed.
+    /// A host built from the settings and flags, with warnings printed, for
+    /// a one-shot command: built-ins first used on baseline code are left to
+    /// `toolhost __optimise-builtins` when the command ends.
     pub async fn host(&self) -> Result<Toolhost> {
         self.host_with(|_| true).await
     }
@@ -210,24 +212,55 @@ impl Global {
     /// The host, with the tools of the upstream MCP servers `wanted`
     /// accepts (each such server is started, or reached, now).
     pub async fn host_with(&self, wanted: impl Fn(&str) -> bool) -> Result<Toolhost> {
+        let host = self.host_alone(false).await?;
+        for problem in toolhost_mcp::upstream::connect_servers_where(&host, wanted).await {
+            eprintln!("warning: {}", crate::shown::line(&problem));
+        }
+        Ok(host)
+    }
+
+    /// The host of `toolhost serve`, which keeps running: every upstream
+    /// server is started now, and one that does not start is tried again in
+    /// the background until it does (its tools then appear, with a
+    /// tool-list change); built-ins first used on baseline code are
+    /// optimised in the background.
+    pub async fn host_for_serve(&self) -> Result<Toolhost> {
+        let host = self.host_alone(true).await?;
+        let retry = toolhost_mcp::upstream::Retry::default();
+        for problem in toolhost_mcp::upstream::connect_servers_retrying(&host, retry).await {
+            eprintln!("warning: {} (tried again in the background)", crate::shown::line(&problem));
+        }
+        Ok(host)
+    }
+
+    /// The host, without the tools of upstream servers; warnings printed.
+    /// `long_running` hosts optimise their built-ins themselves.
+    async fn host_alone(&self, long_running: bool) -> Result<Toolhost> {
         let (settings, read) = self.settings()?;
         let remember = Settings::remember_path(read.as_deref())?;
-        let mut builder = Toolhost::builder().settings(settings, Some(remember));
+        let mut builder =
+            Toolhost::builder().settings(settings, Some(remember)).optimise_builtins_in_background(long_running);
         if let Some(observer) = crate::first_run::observer() {
             builder = builder.compile_observer(observer);
         }
         let host = builder.build().await?;
         crate::first_run::remember(&host);
-        for tool in host.rules_for_unknown_tools() {
-            eprintln!("warning: permission rules name the tool '{tool}', which is not loaded");
+        // A plugin loading in the background may have the name: checked
+        // once the loads are done (`first_run::wait_for_plugins`).
+        if host.pending_loads().is_empty() {
+            warn_unknown_rules(&host);
         }
         for problem in host.skill_problems() {
             eprintln!("warning: {} (skipped)", crate::shown::line(problem));
         }
-        for problem in toolhost_mcp::upstream::connect_servers_where(&host, wanted).await {
-            eprintln!("warning: {}", crate::shown::line(&problem));
-        }
         Ok(host)
+    }
+}
+
+/// Warns of permission rules that name tools this host does not have.
+pub fn warn_unknown_rules(host: &Toolhost) {
+    for tool in host.rules_for_unknown_tools() {
+        eprintln!("warning: permission rules name the tool '{tool}', which is not loaded");
     }
 }
 
@@ -267,8 +300,8 @@ pub enum Command {
     /// Work with an audit log (written with --audit FILE or [audit] path)
     #[command(subcommand)]
     Audit(AuditCommand),
-    /// Internal: compile built-ins' optimised code into the cache (started
-    /// in the background after a first run)
+    /// Internal: compile built-ins' and plugins' optimised code into the
+    /// cache (started in the background after a first run)
     #[command(name = "__optimise-builtins", hide = true)]
     OptimiseBuiltins(OptimiseArgs),
 }
@@ -280,6 +313,10 @@ pub struct OptimiseArgs {
     pub cache: PathBuf,
     /// The built-ins to compile
     pub names: Vec<String>,
+    /// A plugin file to compile, if it still has this SHA-256 (repeatable;
+    /// not `--plugin`, which every command takes to load one)
+    #[arg(long = "wasm", value_name = "SHA256=FILE")]
+    pub wasm_files: Vec<String>,
 }
 
 #[derive(Args, Debug)]

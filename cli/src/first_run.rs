@@ -2,11 +2,13 @@
 //! takes long, and the optimising compile that finishes after the command.
 //!
 //! A built-in's first use runs baseline (Winch) code when its optimised code
-//! is not cached (see `toolhost::runtime::Tier`). So that the next process
-//! starts on optimised code without this one making anybody wait, the
-//! command ends by starting `toolhost __optimise-builtins` in the
-//! background: a detached process, no terminal, output discarded, that
-//! compiles those built-ins into the cache and exits.
+//! is not cached (see `toolhost::runtime::Tier`), and a plugin whose code is
+//! not cached compiles in the background while the command runs (see
+//! `toolhost::loading`). So that the next process starts on optimised code
+//! without this one making anybody wait, the command ends by starting
+//! `toolhost __optimise-builtins` in the background: a detached process, no
+//! terminal, output discarded, that compiles those built-ins and the plugins
+//! still compiling into the cache and exits.
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -89,22 +91,39 @@ pub fn close_audit_log() {
     }
 }
 
-/// Starts the background compile of the built-ins this command ran on
-/// baseline code, if any. Never fails the command: a failure to start it
-/// costs the next process a compile, nothing else.
+/// Waits for the plugins loading in the background (a listing shows every
+/// tool); one that failed is an error, as it was when every plugin loaded
+/// before the command ran. On a terminal the compile progress above says
+/// what it waits for.
+pub async fn wait_for_plugins(host: &Toolhost) -> Result<()> {
+    host.ready().await?;
+    crate::args::warn_unknown_rules(host);
+    Ok(())
+}
+
+/// Starts the background compile of what this command leaves unoptimised:
+/// the built-ins and plugins it ran on baseline code and the plugins still
+/// loading in the background when it ends (a one-shot `call` does not wait
+/// for a plugin it does not use), if any. Never fails the command: a failure to
+/// start it costs the next process a compile, nothing else.
 pub fn optimise_in_background() {
     let Some(host) = HOST.get() else { return };
     let names = host.builtins_to_optimise();
-    if names.is_empty() {
+    let plugins: Vec<String> =
+        host.plugins_to_optimise().iter().map(|(file, sha256)| format!("{sha256}={}", file.display())).collect();
+    if names.is_empty() && plugins.is_empty() {
         return;
     }
     let cache = host.settings().cache_dir();
-    if let Err(e) = spawn_optimiser(cache, &names) {
-        tracing::warn!("could not start the background compile of {}: {e:#}", names.join(", "));
+    if let Err(e) = spawn_optimiser(cache, &names, &plugins) {
+        tracing::warn!(
+            "could not start the background compile of {}: {e:#}",
+            [names.join(", "), plugins.join(", ")].join(" ")
+        );
     }
 }
 
-fn spawn_optimiser(cache: PathBuf, names: &[&str]) -> Result<()> {
+fn spawn_optimiser(cache: PathBuf, names: &[&str], plugins: &[String]) -> Result<()> {
     use std::os::unix::process::CommandExt as _;
     let exe = std::env::current_exe().context("finding the toolhost binary")?;
     Command::new(exe)
@@ -112,6 +131,7 @@ fn spawn_optimiser(cache: PathBuf, names: &[&str]) -> Result<()> {
         .arg("--cache")
         .arg(cache)
         .args(names)
+        .args(plugins.iter().flat_map(|p| ["--wasm", p.as_str()]))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -124,8 +144,10 @@ fn spawn_optimiser(cache: PathBuf, names: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// `toolhost __optimise-builtins --cache DIR NAME…`: compiles the named
-/// built-ins' optimised code into the cache.
+/// `toolhost __optimise-builtins --cache DIR NAME… [--wasm SHA256=FILE]…`:
+/// compiles the named built-ins' optimised code into the cache, then each
+/// plugin file that still has the SHA-256 its command checked (pinned,
+/// when locked), on low-priority threads. Compiling runs no guest code.
 pub fn optimise_builtins(args: OptimiseArgs) -> Result<u8> {
     let runtime = Runtime::new(&RuntimeOptions {
         cache_dir: Some(args.cache),
@@ -138,6 +160,16 @@ pub fn optimise_builtins(args: OptimiseArgs) -> Result<u8> {
             bail!("'{name}' is not a built-in tool");
         };
         toolhost::builtin::optimise(&runtime, builtin)?;
+    }
+    for plugin in &args.wasm_files {
+        let Some((sha256, file)) = plugin.split_once('=') else {
+            bail!("--wasm takes SHA256=FILE, not '{plugin}'");
+        };
+        let bytes = std::fs::read(file).with_context(|| format!("reading plugin {file}"))?;
+        // A file changed since: the next command checks and compiles it.
+        if toolhost::lockfile::sha256_hex(&bytes) == sha256 {
+            runtime.compile_in_background(&bytes, file, Tier::Optimised)?;
+        }
     }
     Ok(exit::OK)
 }

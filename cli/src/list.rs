@@ -11,6 +11,7 @@ use crate::out::outln;
 
 pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
     let host = global.host().await?;
+    crate::first_run::wait_for_plugins(&host).await?;
     let session = match &args.session {
         Some(name) => Some(super::call::open_session(host.settings(), name)?),
         None => None,
@@ -58,6 +59,7 @@ pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
 
 pub async fn describe(global: &Global, args: DescribeArgs) -> Result<u8> {
     let host = global.host().await?;
+    crate::first_run::wait_for_plugins(&host).await?;
     let t = match host.describe(&args.tool).await {
         Ok(t) => t,
         Err(LookupError::Unknown(_)) => {

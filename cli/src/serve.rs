@@ -10,7 +10,8 @@ use super::args::{Global, ServeArgs};
 use super::{call, exit};
 
 pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
-    let host = global.host().await?;
+    let host = global.host_for_serve().await?;
+    report_background_loads(&host);
     let store: Arc<dyn SessionStore> = match &args.session {
         Some(name) => Arc::new(NamedSession::new(call::open_session(host.settings(), name)?)),
         None => Arc::new(MemorySessions::default()),
@@ -43,6 +44,30 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
         let _ = std::fs::remove_file(status);
     }
     Ok(exit::OK)
+}
+
+/// Serves at once while plugins load in the background (clients are sent
+/// `tools/list_changed` as each arrives, and a failure as a log message);
+/// says on stderr what loads and how it ended.
+fn report_background_loads(host: &toolhost::Toolhost) {
+    let pending = host.pending_loads();
+    if pending.is_empty() {
+        return;
+    }
+    let files: Vec<String> = pending.iter().map(|p| p.file.display().to_string()).collect();
+    eprintln!(
+        "toolhost serve: serving; {} plugin file(s) not in the compile cache load in the background: {}",
+        files.len(),
+        files.join(", ")
+    );
+    let host = host.clone();
+    tokio::spawn(async move {
+        match host.ready().await {
+            Ok(()) => eprintln!("toolhost serve: every plugin is loaded"),
+            Err(failures) => eprintln!("error: {}", crate::shown::block(&failures.to_string())),
+        }
+        crate::args::warn_unknown_rules(&host);
+    });
 }
 
 /// Starts watching the plugin files; returns the watch and its status file.

@@ -41,6 +41,10 @@ pub fn status(global: &Global, args: StatusArgs) -> Result<u8> {
                 outln!("    last reload error:\n      {}", block(error).replace('\n', "\n      "));
             }
         }
+        for p in &report.loading {
+            let state = if p.compiling { "compiling" } else { "queued" };
+            outln!("  loading in the background ({state}): {}", line(&p.file.display().to_string()));
+        }
     }
     Ok(exit::OK)
 }

@@ -48,6 +48,12 @@ pub mod reload {
     pub use crate::toolhost::reload::{FileKind, FileStatus, StatusReport, describe_grants};
     pub use crate::toolhost::watch::{WatchOptions, Watcher};
 }
+/// Plugins loading in the background ([`Toolhost::ready`],
+/// [`Toolhost::pending_loads`]): a plugin whose compiled code is not cached
+/// is compiled after the host is built.
+pub mod loading {
+    pub use crate::toolhost::loading::{FailedLoad, LoadFailures, PendingLoad};
+}
 pub use catalog::builtin;
 pub use catalog::function;
 pub use execution::middleware;
@@ -59,5 +65,8 @@ pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer,
 pub use execution::callable::CallableTool;
 pub use execution::middleware::NativeMiddleware;
 pub use tool::LookupError;
-pub use toolhost::{CallRequest, ExternalResult, Replacement, Toolhost, ToolhostBuilder, tool_error_text};
+pub use toolhost::{
+    BACKGROUND_LOAD_BYTES, CallRequest, ExternalResult, RUNNING_CALLS, Replacement, Toolhost, ToolhostBuilder,
+    tool_error_text,
+};
 pub use types::ToolError;

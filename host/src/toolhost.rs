@@ -23,27 +23,33 @@
 //! [`Toolhost::is_registered`],
 //! [`Toolhost::is_loaded`], [`Toolhost::unload`] and
 //! [`Toolhost::rules_for_unknown_tools`] never load anything.
+//!
+//! A large plugin whose compiled code is not cached loads in the
+//! background after [`ToolhostBuilder::build`] returns (`loading.rs`):
+//! [`Toolhost::ready`] waits for it, and a call of a name not registered
+//! yet waits for it too (at most the call's timeout).
 
 use crate::sync::RwLockExt;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use anyhow::{Context as _, Result, bail};
 
 use crate::backend::{Backend, BackendFactories, BackendSetup};
 use crate::capability::{Grants, Phase, PhaseGrants, Policy};
 use crate::catalog::builtin::Builtin;
+use crate::catalog::component::{ComponentKind, check_world_of};
 use crate::catalog::group::ToolGroups;
 use crate::catalog::registry::{Entry, Registry};
 use crate::catalog::skill::Skills;
 use crate::catalog::tool::{LoadError, LookupError, Origin, ToolInfo};
-use crate::execution::component::{load_builtin, load_component};
+use crate::execution::component::{load_builtin_tiered, load_compiled, load_component};
 use crate::execution::loaded::LoadedTool;
 use crate::execution::middleware::registry::Registry as MiddlewareRegistry;
 use crate::permission::{self, Mode, Rule, RuleSet};
 use crate::response::ResultState;
-use crate::runtime::{CompileObserver, Runtime, RuntimeOptions};
+use crate::runtime::{CacheOutcome, CompileObserver, Runtime, RuntimeOptions, Tier};
 use crate::settings::Settings;
 use crate::state::AgentState;
 
@@ -53,6 +59,7 @@ mod backend_tests;
 pub mod batch;
 mod call;
 mod function;
+pub(crate) mod loading;
 mod middleware;
 mod pinned;
 pub(crate) mod reload;
@@ -127,6 +134,8 @@ pub struct ToolhostBuilder {
     factories: BackendFactories,
     observer: Option<CompileObserver>,
     always_optimise: bool,
+    background_from: Option<u64>,
+    optimise_builtins: Option<bool>,
 }
 
 impl ToolhostBuilder {
@@ -163,16 +172,48 @@ impl ToolhostBuilder {
 
     /// Compiles every built-in's first use with the optimising compiler
     /// ([`RuntimeOptions::always_optimise`]). A one-shot process (the CLI)
-    /// wants the default, baseline code for a first use on an empty cache; a
-    /// long-running host that keeps its tools loaded may prefer to pay the
-    /// optimising compile once rather than run baseline code until restarted.
+    /// wants the default, baseline code for a first use on an empty cache,
+    /// and so does a host that keeps running: its built-ins are optimised in
+    /// the background after their first use
+    /// ([`ToolhostBuilder::optimise_builtins_in_background`]).
     pub fn always_optimise(mut self, yes: bool) -> Self {
         self.always_optimise = yes;
         self
     }
 
+    /// Whether a built-in whose first use ran on baseline code gets its
+    /// optimised code compiled in the background (low priority, one compile
+    /// at a time, behind any plugin loads) and swapped in, so that a host
+    /// that keeps running converges on optimised code (default `true`). A
+    /// one-shot process turns it off and leaves the compile to another
+    /// process ([`Toolhost::builtins_to_optimise`]), as the CLI does.
+    pub fn optimise_builtins_in_background(mut self, yes: bool) -> Self {
+        self.optimise_builtins = Some(yes);
+        self
+    }
+
+    /// Plugin files of at least `bytes` whose compiled code is not cached
+    /// load in the background (default [`BACKGROUND_LOAD_BYTES`]); smaller
+    /// ones compile in `build()`. `0` sends every such file to the
+    /// background, `u64::MAX` none (every plugin loaded when `build()`
+    /// returns, as [`Toolhost::ready`] after it also gives).
+    pub fn background_loads_from(mut self, bytes: u64) -> Self {
+        self.background_from = Some(bytes);
+        self
+    }
+
     /// Starts the runtime, registers the built-ins (each loads on first
-    /// use) and loads the configured plugins and middleware.
+    /// use), loads the configured middleware and starts loading the
+    /// configured plugins: each plugin file is read and checked now (its
+    /// header, the world and WIT version it exports, its pin when locked)
+    /// and loaded now when its compiled code is in the compile cache or it
+    /// is small (below [`ToolhostBuilder::background_loads_from`], a
+    /// compile of well under a second); a large one that needs a compile
+    /// loads in the background after this returns
+    /// ([`Toolhost::pending_loads`], [`Toolhost::ready`]), so a Python or
+    /// JavaScript plugin on an empty cache holds up nothing else.
+    /// A check that fails is an error here; a background load that fails
+    /// is reported by [`Toolhost::ready`] and [`Toolhost::failed_loads`].
     pub async fn build(self) -> Result<Toolhost> {
         let settings = self.settings;
         let working_dirs = settings.working_dirs()?;
@@ -249,6 +290,9 @@ impl ToolhostBuilder {
                 skills,
                 running: Arc::new(tokio::sync::Semaphore::new(RUNNING_CALLS)),
                 audit,
+                loads: Default::default(),
+                background_from: self.background_from.unwrap_or(BACKGROUND_LOAD_BYTES),
+                optimise_builtins: self.optimise_builtins.unwrap_or(true),
             }),
         };
         // Before any plugin, so none can take a meta tool's name.
@@ -256,12 +300,21 @@ impl ToolhostBuilder {
         if host.inner.settings.builtins {
             host.register_builtins()?;
         }
+        // A plugin whose compiled code is not cached compiles after this
+        // returns (`loading.rs`); its quick checks fail the build now.
         for plugin in host.inner.settings.plugins.clone() {
-            host.load_file(&plugin).await?;
+            host.start_loading_file(&plugin).await?;
         }
         for dir in host.inner.settings.plugin_dirs.clone() {
-            host.load_dir(&dir).await?;
+            let files = crate::settings::wasm_files(&dir)
+                .with_context(|| format!("reading plugin directory {}", dir.display()))?;
+            for file in files {
+                host.start_loading_file(&file).await?;
+            }
         }
+        // Middleware loads before the host serves anything: a call must
+        // never run without a layer attached to its tool (a redaction
+        // layer loaded late would let calls through unredacted).
         host.load_configured_middleware().await?;
         Ok(host)
     }
@@ -305,7 +358,21 @@ struct Inner {
     running: Arc<tokio::sync::Semaphore>,
     /// The audit log of `[audit]`, when one is configured.
     audit: Option<Arc<crate::audit::AuditLog>>,
+    /// Plugins loading in the background.
+    loads: loading::Loads,
+    /// The size from which a plugin not in the cache loads in the background.
+    background_from: u64,
+    /// Whether a built-in first used on baseline code is optimised in the
+    /// background ([`ToolhostBuilder::optimise_builtins_in_background`]).
+    optimise_builtins: bool,
 }
+
+/// The size from which a plugin file whose compiled code is not cached
+/// loads in the background by default: 1 MiB. Rust components are mostly
+/// below it (the built-ins are 0.1–2.1 MB) and compile in a fraction of a
+/// second in release; Python and JavaScript components carry their language
+/// runtime (12–19 MB) and take tens of seconds.
+pub const BACKGROUND_LOAD_BYTES: u64 = 1 << 20;
 
 /// The most calls that hold instances at once; the next waits for one to
 /// finish. Each holds a decision or call instance and one per middleware
@@ -360,18 +427,59 @@ impl Toolhost {
     fn register_builtins(&self) -> Result<(), LoadError> {
         for builtin in crate::catalog::builtin::BUILTINS {
             let label = format!("built-in tool {}", builtin.name);
-            self.register(builtin.name, builtin_entry(builtin), &label)?;
+            self.register(builtin.name, builtin_entry(builtin, Arc::downgrade(&self.inner)), &label)?;
         }
         Ok(())
     }
 
-    /// Loads a plugin from a `.wasm` file.
+    /// Loads a plugin from a `.wasm` file, compiling it now if its compiled
+    /// code is not cached (see [`Toolhost::start_loading_file`] for a load
+    /// that does not wait for the compile).
     pub async fn load_file(&self, path: &Path) -> Result<ToolInfo> {
         let bytes = std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?;
         let label = path.display().to_string();
         self.check_pinned(&bytes, &label)?;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         Ok(self.insert(&bytes, Origin::File(abs), &label).await?)
+    }
+
+    /// Starts loading a plugin from a `.wasm` file: reads it and checks its
+    /// pin (when locked), header, world and WIT version now; loads it now
+    /// when its compiled code is in the cache or it is small (`Some`: its
+    /// tool); otherwise queues it to compile and load in the background
+    /// (`None`; see [`Toolhost::pending_loads`]). Outside a tokio runtime it
+    /// loads now.
+    pub async fn start_loading_file(&self, path: &Path) -> Result<Option<ToolInfo>> {
+        let bytes = std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?;
+        let label = path.display().to_string();
+        self.check_pinned(&bytes, &label)?;
+        check_world_of(&bytes, &label, ComponentKind::Tool)?;
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let sha256 = crate::lockfile::sha256_hex(&bytes);
+        let first_use = self.plugin_first_use();
+        if let Some((component, tier)) = self.inner.runtime.cached(&bytes, first_use) {
+            let compiled = (component, CacheOutcome::Hit, tier);
+            let origin = Origin::File(abs.clone());
+            let report = load_compiled(&self.inner.runtime, compiled, origin, &label, sha256.clone()).await?;
+            let info = self.insert_loaded(report.tool, &label)?;
+            // Baseline code an earlier first load left: optimise it now.
+            if tier == Tier::Baseline {
+                self.queue_optimise(&info.name, abs, sha256, bytes.into());
+            }
+            return Ok(Some(info));
+        }
+        let large = bytes.len() as u64 >= self.inner.background_from;
+        if large && self.queue_load(abs.clone(), label.clone(), sha256, bytes.clone()) {
+            return Ok(None);
+        }
+        Ok(Some(self.insert(&bytes, Origin::File(abs), &label).await?))
+    }
+
+    /// Which compiler a plugin loading in the background gets when its
+    /// optimised code is not cached: the baseline one unless the runtime
+    /// always optimises (its optimised code follows, see `loading.rs`).
+    pub(crate) fn plugin_first_use(&self) -> Tier {
+        if self.inner.runtime.always_optimise() { Tier::Optimised } else { Tier::Baseline }
     }
 
     /// Loads every `.wasm` file in a directory (sorted by name).
@@ -475,6 +583,15 @@ impl Toolhost {
         self.inner.tools.read().get(name).is_some_and(Entry::is_loaded)
     }
 
+    /// Which compiler's code the tool named `name` runs now: `None` when it
+    /// is not loaded (a built-in before its first use) or runs no compiled
+    /// component (a function tool, an upstream server's tool). A tool on
+    /// [`Tier::Baseline`] code moves to optimised code once its background
+    /// compile is done (see [`crate::loading`]).
+    pub fn code_tier(&self, name: &str) -> Option<Tier> {
+        self.inner.tools.entry(name)?.loaded()?.kind.tier()
+    }
+
     /// The built-ins loaded in this host whose optimised code is not in the
     /// compile cache (their first use ran baseline code): worth
     /// [`crate::builtin::optimise`], here in the background or by another
@@ -504,9 +621,25 @@ impl Toolhost {
         self.inner.tools.info(name)
     }
 
-    /// The loaded tool named `name`, loading it on first use.
+    /// The loaded tool named `name`, loading it on first use. A name that
+    /// is not registered while plugins load in the background may be one of
+    /// theirs: it waits for them, at most the call timeout
+    /// (`limits.timeout_ms`), before it is unknown.
     pub(crate) async fn tool(&self, name: &str) -> Result<Arc<LoadedTool>, LookupError> {
-        self.inner.tools.get(name, &self.inner.runtime).await
+        match self.inner.tools.get(name, &self.inner.runtime).await {
+            Err(LookupError::Unknown(_)) if !self.pending_loads().is_empty() => {}
+            found => return found,
+        }
+        let deadline = std::time::Instant::now() + self.settings().limits.timeout();
+        self.wait_for_name(name, deadline).await;
+        match self.inner.tools.get(name, &self.inner.runtime).await {
+            Err(LookupError::Unknown(_)) if !self.pending_loads().is_empty() => Err(LookupError::StillLoading {
+                name: name.to_string(),
+                waited_ms: self.settings().limits.timeout_ms,
+                files: self.pending_loads().iter().map(|p| p.file.display().to_string()).collect(),
+            }),
+            found => found,
+        }
     }
 
     /// Rules configured for tools that are not registered (worth a
@@ -630,11 +763,24 @@ impl Toolhost {
 }
 
 /// A registry entry for an embedded built-in, loaded on first use.
-fn builtin_entry(builtin: &'static Builtin) -> Entry<LoadedTool> {
+/// The lazy registry entry of `builtin`: its first use loads it and, when
+/// that gave baseline code, queues its optimisation on `host`.
+fn builtin_entry(builtin: &'static Builtin, host: Weak<Inner>) -> Entry<LoadedTool> {
     Entry::lazy(
         Origin::Builtin,
         Box::new(move || builtin.info()),
-        Box::new(move |runtime| Box::pin(load_builtin(runtime, builtin))),
+        Box::new(move |runtime| {
+            let host = host.clone();
+            Box::pin(async move {
+                let (tool, tier) = load_builtin_tiered(runtime, builtin).await?;
+                if tier == Tier::Baseline
+                    && let Some(inner) = host.upgrade()
+                {
+                    Toolhost { inner }.queue_optimise_builtin(builtin);
+                }
+                Ok(tool)
+            })
+        }),
     )
 }
 

@@ -49,6 +49,21 @@ impl ToolError {
     }
 }
 
+impl ToolError {
+    /// The same error with its text passed through `f`.
+    pub(crate) fn map_text(self, f: impl FnOnce(String) -> String) -> ToolError {
+        match self {
+            ToolError::InvalidInput(m) => ToolError::InvalidInput(f(m)),
+            ToolError::Denied(m) => ToolError::Denied(f(m)),
+            ToolError::NotFound(m) => ToolError::NotFound(f(m)),
+            ToolError::Timeout(m) => ToolError::Timeout(f(m)),
+            ToolError::Io(m) => ToolError::Io(f(m)),
+            ToolError::Unsupported(m) => ToolError::Unsupported(f(m)),
+            ToolError::Internal(m) => ToolError::Internal(f(m)),
+        }
+    }
+}
+
 impl std::fmt::Debug for ToolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (name, text) = self.parts();

@@ -93,6 +93,7 @@ const ROOT_ITEMS: &[(&str, usize)] = &[
     ("NativeMiddleware", 4),
     ("batch", 5),
     ("reload", 5),
+    ("loading", 5),
     ("CallRequest", 5),
     ("ExternalResult", 5),
     ("Replacement", 5),

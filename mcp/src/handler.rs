@@ -184,8 +184,11 @@ impl ServerHandler for McpFront {
     }
 
     /// 2025-11-25 and earlier: once the client is initialised, each change
-    /// of the tool set is a `notifications/tools/list_changed` to it, until
-    /// the session ends or the server stops.
+    /// of the tool set is a `notifications/tools/list_changed` to it (a
+    /// plugin that finished loading in the background too), until the
+    /// session ends or the server stops; so is every plugin file whose
+    /// background load failed, as an `error` log message (logger
+    /// `toolhost.load`).
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let changes = self.shared.host.tool_list_changes();
         let until = self.session.ended.clone();
@@ -193,6 +196,12 @@ impl ServerHandler for McpFront {
         let peer = context.peer;
         tokio::spawn(crate::logs::forward_to(
             self.shared.logs.subscribe(),
+            self.log_level.clone(),
+            [until.clone(), stopping.clone()],
+            peer.clone(),
+        ));
+        tokio::spawn(crate::logs::forward_load_failures(
+            self.shared.host.clone(),
             self.log_level.clone(),
             [until.clone(), stopping.clone()],
             peer.clone(),
@@ -261,7 +270,9 @@ impl ServerHandler for McpFront {
         // Counted until it returns: a graceful stop waits for it.
         let _running = self.shared.calls.token();
         let tool = params.name.to_string();
-        if !host.is_registered(&tool) {
+        // A plugin loading in the background may be the one: the call
+        // waits for it (at most its timeout) in the library.
+        if !host.is_registered(&tool) && host.pending_loads().is_empty() {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool '{tool}'; tools/list names the tools this server has"),
                 None,

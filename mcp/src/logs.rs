@@ -1,14 +1,15 @@
-//! Log messages from the server itself to its MCP clients: today, a watched
+//! Log messages from the server itself to its MCP clients: a watched
 //! plugin or middleware file whose newest bytes do not serve (a reload
 //! error: the file, the name it serves under, why; the previous version
-//! keeps serving).
+//! keeps serving), and a plugin file whose background load at start failed
+//! (a load error: the file and why; its tool is not offered).
 //!
 //! Clients of 2025-11-25 and earlier get each message as
 //! `notifications/message` when it is at or above the level they set with
 //! `logging/setLevel` (`info` until they set one). Logging is deprecated from
 //! 2026-07-28 (SEP-2577): there a message reaches a client only inside a
-//! request that opted in, and a reload error belongs to no request, so those
-//! clients read reload errors in `toolhost status` (and the server's log).
+//! request that opted in, and these errors belong to no request, so those
+//! clients read them in `toolhost status` (and the server's log).
 #![allow(deprecated)] // rmcp marks the logging types deprecated (SEP-2577); 2025-11-25 clients still use them.
 
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -18,6 +19,8 @@ use rmcp::{Peer, RoleServer};
 use serde_json::json;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+use toolhost::Toolhost;
+use toolhost::loading::FailedLoad;
 use toolhost::reload::FileStatus;
 
 /// How many messages a slow session may fall behind before it misses the
@@ -91,6 +94,46 @@ pub(crate) fn reload_error(status: &FileStatus) -> Option<LoggingMessageNotifica
         "serving_sha256": status.sha256,
     });
     Some(LoggingMessageNotificationParam::new(LoggingLevel::Error, data).with_logger("toolhost.reload"))
+}
+
+/// The message for a plugin file whose background load failed (its tool
+/// is missing from the list).
+pub(crate) fn load_error(failed: &FailedLoad) -> LoggingMessageNotificationParam {
+    let data = json!({
+        "event": "load-error",
+        "file": failed.file,
+        "sha256": failed.sha256,
+        "error": failed.error,
+    });
+    LoggingMessageNotificationParam::new(LoggingLevel::Error, data).with_logger("toolhost.load")
+}
+
+/// Sends `peer` every background load of `host` that failed, those before
+/// this session began included, each once (as its `threshold` admits it),
+/// until either token of `until` fires or the peer is gone.
+pub(crate) async fn forward_load_failures(
+    host: Toolhost,
+    threshold: std::sync::Arc<Threshold>,
+    until: [CancellationToken; 2],
+    peer: Peer<RoleServer>,
+) {
+    let mut changes = host.load_changes();
+    let mut sent = 0;
+    loop {
+        // Failures are only ever added, in order.
+        for failed in host.failed_loads().iter().skip(sent) {
+            sent += 1;
+            if threshold.admits(&LoggingLevel::Error) && peer.notify_logging_message(load_error(failed)).await.is_err()
+            {
+                return;
+            }
+        }
+        tokio::select! {
+            () = until[0].cancelled() => return,
+            () = until[1].cancelled() => return,
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+    }
 }
 
 /// Sends the server's messages to `peer` (as its `threshold` admits them)

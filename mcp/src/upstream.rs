@@ -6,9 +6,12 @@
 //! its tools and offers them through
 //! [`Toolhost::offer_upstream_tools`]; a server that cannot be started is
 //! reported and offers nothing (a `toolhost` command tries again when it
-//! next runs; a running `serve` does not offer its tools until restarted).
-//! A server that died after it was listed is started again by the next
-//! call of one of its tools. Its
+//! next runs). A long-running front end (`toolhost serve`) uses
+//! [`connect_servers_retrying`]: a server that did not start is tried again
+//! in the background with a growing delay ([`Retry`]), each failure logged,
+//! and its tools are offered as soon as it comes up (a tool-list change,
+//! which serve's clients are told of). A server that died after it was
+//! listed is started again by the next call of one of its tools. Its
 //! `notifications/tools/list_changed` makes toolhost list it again and
 //! offer the new set, which moves [`Toolhost::tool_list_changes`] (and so
 //! the list_changed toolhost sends its own MCP clients).
@@ -25,6 +28,7 @@
 
 use std::process::Stdio;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
@@ -51,14 +55,61 @@ pub async fn connect_servers(host: &Toolhost) -> Vec<String> {
 /// Like [`connect_servers`], for the servers whose name `wanted` accepts
 /// (a front end that runs one tool starts only the server it belongs to).
 pub async fn connect_servers_where(host: &Toolhost, wanted: impl Fn(&str) -> bool) -> Vec<String> {
+    connect(host, wanted, None).await
+}
+
+/// How a long-running front end keeps trying a server that did not start:
+/// the first retry `first` after the failure, each wait twice the one
+/// before up to `longest`, at most `attempts` retries; then it gives up
+/// until the front end is restarted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    /// The wait before the first retry.
+    pub first: Duration,
+    /// The longest wait between two retries.
+    pub longest: Duration,
+    /// How many retries at most.
+    pub attempts: u32,
+}
+
+impl Default for Retry {
+    /// 1 s, 2 s, 4 s, … up to a minute between retries, 20 retries (about
+    /// a quarter of an hour).
+    fn default() -> Self {
+        Self { first: Duration::from_secs(1), longest: Duration::from_secs(60), attempts: 20 }
+    }
+}
+
+/// Like [`connect_servers`], and each server that does not start is tried
+/// again in the background as `retry` says, every failure logged (`warn`)
+/// with its cause and the next wait; once it starts its tools are offered
+/// (which moves [`Toolhost::tool_list_changes`]). Returns the problems of
+/// the first attempt. For `toolhost serve`.
+pub async fn connect_servers_retrying(host: &Toolhost, retry: Retry) -> Vec<String> {
+    connect(host, |_| true, Some(retry)).await
+}
+
+async fn connect(host: &Toolhost, wanted: impl Fn(&str) -> bool, retry: Option<Retry>) -> Vec<String> {
     let servers: Vec<Arc<Upstream>> = host
         .mcp_servers()
         .iter()
         .filter(|(name, _)| wanted(name))
         .map(|(name, settings)| Upstream::new(host.clone(), name.clone(), settings.clone()))
         .collect();
-    let lists = futures::future::join_all(servers.iter().map(|s| s.clone().refresh())).await;
-    lists.into_iter().flatten().collect()
+    let results = futures::future::join_all(servers.iter().map(|s| s.clone().refresh())).await;
+    let mut problems = Vec::new();
+    for (server, result) in servers.into_iter().zip(results) {
+        match result {
+            Ok(not_offered) => problems.extend(not_offered),
+            Err(unavailable) => {
+                problems.push(unavailable);
+                if let Some(retry) = retry {
+                    tokio::spawn(server.keep_starting(retry));
+                }
+            }
+        }
+    }
+    problems
 }
 
 /// One upstream server: its settings, and its connection while it runs.
@@ -76,9 +127,10 @@ impl Upstream {
         Arc::new_cyclic(|me| Self { host, name, settings, service: Mutex::new(None), me: me.clone() })
     }
 
-    /// Lists the server's tools (starting it if need be) and offers them;
-    /// the problems found. A server that cannot be reached offers nothing.
-    async fn refresh(self: Arc<Self>) -> Vec<String> {
+    /// Lists the server's tools (starting it if need be) and offers them:
+    /// the tools that were not offered, or why the server cannot be
+    /// reached (then it offers nothing).
+    async fn refresh(self: Arc<Self>) -> Result<Vec<String>, String> {
         let listed = async {
             let service = self.running().await?;
             tokio::time::timeout(self.settings.startup_timeout(), service.peer().list_all_tools())
@@ -90,11 +142,39 @@ impl Upstream {
         match listed {
             Ok(tools) => {
                 let listing: Vec<Value> = tools.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
-                self.host.offer_upstream_tools(&self.name, &listing, self.clone())
+                Ok(self.host.offer_upstream_tools(&self.name, &listing, self.clone()))
             }
             Err(e) => {
                 self.host.withdraw_upstream_tools(&self.name);
-                vec![format!("MCP server {} is not available, its tools are not offered: {e}", self.name)]
+                Err(format!("MCP server {} is not available, its tools are not offered: {e}", self.name))
+            }
+        }
+    }
+
+    /// Tries the server again after each wait of `retry` until it starts
+    /// (its tools are then offered) or the retries run out.
+    async fn keep_starting(self: Arc<Self>, retry: Retry) {
+        let mut wait = retry.first;
+        for attempt in 1..=retry.attempts {
+            tokio::time::sleep(wait).await;
+            match self.clone().refresh().await {
+                Ok(not_offered) => {
+                    tracing::info!("MCP server {} started (retry {attempt}); its tools are offered", self.name);
+                    not_offered.iter().for_each(|problem| tracing::warn!("{problem}"));
+                    return;
+                }
+                Err(unavailable) if attempt < retry.attempts => {
+                    wait = (wait * 2).min(retry.longest);
+                    tracing::warn!(
+                        "{unavailable} (retry {attempt} of {}; the next in {} s)",
+                        retry.attempts,
+                        wait.as_secs_f64()
+                    );
+                }
+                Err(unavailable) => tracing::warn!(
+                    "{unavailable} (retry {attempt} of {}, the last: restart toolhost serve to try again)",
+                    retry.attempts
+                ),
             }
         }
     }
@@ -201,8 +281,9 @@ impl ClientHandler for Notified {
         // Off the connection's task: listing waits for that task to read
         // the answer.
         tokio::spawn(async move {
-            for problem in upstream.clone().refresh().await {
-                tracing::warn!("{problem}");
+            match upstream.clone().refresh().await {
+                Ok(problems) => problems.iter().for_each(|problem| tracing::warn!("{problem}")),
+                Err(unavailable) => tracing::warn!("{unavailable}"),
             }
         });
     }

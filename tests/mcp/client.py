@@ -15,10 +15,13 @@ prints one JSON object with what the client saw. Scenarios:
 - parallel {tool, calls: [args, ...]}  the calls at once on one client
 - raw {body, headers}                  HTTP only: one POST as given, then a listing
 - raw_stdio {line}                     stdio only: one raw line, then a listing
-- list_changed {trigger}               listens for tool-list changes while the
+- list_changed {trigger, create_only?, seconds?}
+                                       listens for tool-list changes while the
                                        fixture server (tests/src/bin/mcp_fixture.rs)
                                        adds a tool (trigger created) and unloads
                                        it (trigger removed); lists after each
+                                       (create_only: only the first step; seconds:
+                                       how long to wait for each change, 30)
 - tasks {calls: [[tool, args], ...]}   the calls in order on one client
 - listen_until_stop {ready}            2026-07-28: a tool-list subscription until the
                                        stream ends; how it ended
@@ -33,6 +36,10 @@ prints one JSON object with what the client saw. Scenarios:
                                        `count` log messages from the server (`seconds` at most)
 - groups {tool, args, groups}          list, call `tool`, reset_tools(groups), list and call
                                        again on one client, noting list_changed notifications
+- background_load {tool, args, timeout}
+                                       lists while a plugin loads in the background, waits for
+                                       tool-list changes until `tool` is listed (`timeout` seconds
+                                       for each), calls it; legacy: notes the server's log messages
 """
 
 import asyncio
@@ -250,6 +257,9 @@ async def scenario_list_changed(opts, p):
     notification on the session), after which the listing shows it."""
     trigger = p["trigger"]
     steps = [lambda: open(trigger, "w").close(), lambda: os.remove(trigger)]
+    if p.get("create_only"):
+        steps = steps[:1]
+    seconds = p.get("seconds", 30)
     out = {"before": None, "after": []}
     if opts["mode"] == "legacy":
         changes = asyncio.Queue()
@@ -262,7 +272,7 @@ async def scenario_list_changed(opts, p):
             out["before"] = await names(c)
             for step in steps:
                 step()
-                await asyncio.wait_for(changes.get(), timeout=30)
+                await asyncio.wait_for(changes.get(), timeout=seconds)
                 out["after"].append(await names(c))
     else:
         async with client(opts) as c:
@@ -272,7 +282,7 @@ async def scenario_list_changed(opts, p):
                 events = sub.__aiter__()
                 for step in steps:
                     step()
-                    await asyncio.wait_for(events.__anext__(), timeout=30)
+                    await asyncio.wait_for(events.__anext__(), timeout=seconds)
                     out["after"].append(await names(c))
     return out
 
@@ -456,7 +466,44 @@ async def scenario_log_messages(opts, p):
         return {"messages": messages}
 
 
+async def scenario_background_load(opts, p):
+    out = {"before": None, "notified": 0, "after": None, "call": None, "logs": []}
+    tool, timeout = p["tool"], p["timeout"]
+
+    async def on_log(params):
+        out["logs"].append({"level": str(params.level), "logger": params.logger, "data": params.data})
+
+    async def until_listed(c, next_change):
+        listed = await names(c)
+        while tool not in listed:
+            await asyncio.wait_for(next_change(), timeout=timeout)
+            out["notified"] += 1
+            listed = await names(c)
+        out["after"] = listed
+        out["call"] = result_json(await c.call_tool(tool, p["args"]))
+
+    if opts["mode"] == "legacy":
+        changes = asyncio.Queue()
+
+        async def on_message(m):
+            if isinstance(m, ToolListChangedNotification):
+                changes.put_nowait(m)
+
+        async with client(opts, message_handler=on_message, logging_callback=on_log) as c:
+            out["before"] = await names(c)
+            await until_listed(c, changes.get)
+    else:
+        async with client(opts) as c:
+            out["before"] = await names(c)
+            async with c.listen(tools_list_changed=True) as sub:
+                events = sub.__aiter__()
+                # Listed again once listening: no change falls between the two.
+                await until_listed(c, events.__anext__)
+    return out
+
+
 SCENARIOS = {
+    "background_load": scenario_background_load,
     "listen_until_stop": scenario_listen_until_stop,
     "stdio_stop": scenario_stdio_stop,
     "sessions": scenario_sessions,

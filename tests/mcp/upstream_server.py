@@ -12,6 +12,8 @@ environment variables; `slow` writes its pid to `pid_file` and sleeps;
 With `hostile`, more tools that attack toolhost: one named `Bash`, one with
 a 100 KiB description, one whose schema is not a schema, one named
 `../../Bash x`, and `flood`, which answers `bytes` bytes of text.
+With $UPSTREAM_READY_FILE set, it exits at once (a server that fails to
+start) until that file exists.
 """
 
 import os
@@ -22,6 +24,9 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, Tool, ToolAnnotations
 
 HOSTILE = "hostile" in sys.argv[2:]
+
+if os.environ.get("UPSTREAM_READY_FILE") and not os.path.exists(os.environ["UPSTREAM_READY_FILE"]):
+    sys.exit("not ready: $UPSTREAM_READY_FILE does not exist yet")
 
 
 class Upstream(MCPServer):

@@ -154,9 +154,12 @@ impl Scratch {
         s
     }
 
-    /// A host over these settings.
+    /// A host over these settings, its plugins loaded (those not in the
+    /// compile cache load after `build()` returns: waited for here).
     pub async fn host(&self, settings: Settings) -> Toolhost {
-        Toolhost::builder().settings(settings, None).build().await.expect("building the host")
+        let host = Toolhost::builder().settings(settings, None).build().await.expect("building the host");
+        host.ready().await.expect("loading the plugins");
+        host
     }
 
     /// Runs the CLI with `args` in this scratch dir (cache shared), stdin closed.
@@ -212,6 +215,15 @@ impl Default for Scratch {
 /// Calls `tool` with `input` and drains the stream, answering any ask with `answer`.
 pub async fn call(host: &Toolhost, tool: &str, input: serde_json::Value, answer: PermissionAnswer) -> ToolResponse {
     host.call(CallRequest::new(tool, input.to_string())).finish(answer).await.into_response()
+}
+
+/// The next event of a call, failing (not hanging) when none comes within
+/// two minutes; `what` names the call in the failure.
+pub async fn next_event(stream: &mut toolhost::CallStream, what: &str) -> toolhost::CallEvent {
+    tokio::time::timeout(std::time::Duration::from_secs(120), stream.next())
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no event within 120 s"))
+        .unwrap_or_else(|| panic!("{what}: the stream ended"))
 }
 
 /// Whether `script` (util-linux), which the terminal tests run toolhost

@@ -9,7 +9,9 @@
 //!   `CI=true` its absence fails the test) as the working directory and as
 //!   the state folder;
 //! - a plugin file rewritten while hosts load it;
-//! - a working directory deleted while a call runs in it.
+//! - a working directory deleted while a call runs in it;
+//! - a working directory made unreadable (mode 000) while a call runs in
+//!   it, with `toolhost serve` run as `nobody` without capabilities.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -412,4 +414,164 @@ async fn a_working_directory_deleted_while_a_call_runs_gives_clear_errors_and_th
     let r = call(&host, "Read", json!({"file_path": work.join("a.txt")}), PermissionAnswer::Deny).await;
     assert_eq!(r.state, toolhost::response::ResultState::Success, "{}", r.text());
     assert!(r.text().contains("back"));
+}
+
+// ---- a working directory made unreadable under a running call ------------
+
+/// `toolhost serve` on stdio, run as `nobody` with no capabilities (root
+/// ignores permission bits), spoken to with raw JSON-RPC lines.
+struct Unprivileged {
+    child: std::process::Child,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next_id: u64,
+}
+
+impl Unprivileged {
+    /// Starts `toolhost <args> serve` in `scratch` (its folder given to
+    /// `nobody`) and initializes the MCP session.
+    fn start(scratch: &Scratch, args: &[&str]) -> Self {
+        let nobody = "65534";
+        let status = Command::new("chown").args(["-R", &format!("{nobody}:{nobody}")]).arg(scratch.dir.path()).status();
+        assert!(status.is_ok_and(|s| s.success()), "chown of the scratch folder to nobody failed (root is needed)");
+        let log = std::fs::File::create(scratch.outside("serve.log")).unwrap();
+        let mut child = Command::new("setpriv")
+            .args([&format!("--reuid={nobody}"), &format!("--regid={nobody}"), "--clear-groups"])
+            .args(["--inh-caps=-all", "--bounding-set=-all", "--"])
+            .arg(toolhost_bin())
+            .arg("--cache-dir")
+            .arg(cache_dir())
+            .args(args)
+            .arg("serve")
+            .current_dir(scratch.work())
+            .env("HOME", scratch.dir.path())
+            .env_remove("XDG_STATE_HOME")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("setpriv (util-linux) runs toolhost as nobody; CI must have it");
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut server = Unprivileged { child, stdout, next_id: 1 };
+        let init = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "faults", "version": "0"}});
+        server.request("initialize", init);
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap_or_default();
+        let effective = status.lines().find(|l| l.starts_with("CapEff:")).unwrap_or_default().to_string();
+        assert!(effective.ends_with("0000000000000000"), "toolhost still holds capabilities: {effective}");
+        server
+    }
+
+    fn send(&mut self, message: &serde_json::Value) {
+        use std::io::Write as _;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").and_then(|()| stdin.flush()).expect("writing to toolhost serve");
+    }
+
+    /// Sends a request and returns its result, skipping notifications.
+    fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        use std::io::BufRead as _;
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).expect("reading toolhost serve");
+            assert!(n > 0, "toolhost serve exited while {method} was pending");
+            let message: serde_json::Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+            if message["id"] == id {
+                assert!(message.get("error").is_none(), "{method}: {message}");
+                return message["result"].clone();
+            }
+        }
+    }
+
+    /// Calls `tool`; whether the result is an error, and its text.
+    fn call(&mut self, tool: &str, arguments: serde_json::Value) -> (bool, String) {
+        let result = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        let text = result["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect();
+        (result["isError"] == true, text)
+    }
+}
+
+impl Drop for Unprivileged {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits (at most a minute) until `path` exists.
+fn wait_for_file(path: &Path) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        assert!(Instant::now() < until, "{} did not appear", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn a_working_directory_made_unreadable_while_a_call_runs_gives_clear_errors_and_the_host_recovers() {
+    let scratch = Scratch::new();
+    let work = scratch.work();
+    std::fs::write(work.join("a.txt"), "a\n").unwrap();
+    let flags = scratch.outside("flags");
+    std::fs::create_dir(&flags).unwrap();
+    // The built-ins this test uses are compiled into the shared cache as
+    // root first; `nobody` may read it, not write it.
+    for (tool, input) in [("Read", json!({"file_path": work.join("a.txt")})), ("Glob", json!({"pattern": "*.txt"}))] {
+        let out = scratch.cli(&["call", tool, &input.to_string()]);
+        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = scratch.cli(&["--allow", "Bash", "call", "Bash", r#"{"command":"true"}"#]);
+    assert!(out.status.success(), "Bash: {}", String::from_utf8_lossy(&out.stderr));
+    let mut server = Unprivileged::start(&scratch, &["--mode", "bypass"]);
+
+    // A long call: it waits for the test, then lists and reads its
+    // working directory, which the test has made unreadable meanwhile.
+    let command = format!(
+        "touch {f}/started; while [ ! -e {f}/go ]; do sleep 0.05; done; ls; cat a.txt; echo ended",
+        f = flags.display()
+    );
+    let running = std::thread::scope(|s| {
+        let call = s.spawn(|| server.call("Bash", json!({"command": command})));
+        wait_for_file(&flags.join("started"));
+        chmod(&work, 0o000);
+        std::fs::write(flags.join("go"), "").unwrap();
+        call.join().unwrap()
+    });
+    println!("the running call: {running:?}");
+    assert!(running.1.contains("Permission denied") && running.1.contains("ended"), "{running:?}");
+    assert!(!running.1.lines().any(|l| l == "a"), "the file was read through a folder mode 000: {running:?}");
+
+    // Later calls fail, each naming the folder (or the file in it) and the
+    // cause; none hangs, and the host stays up.
+    let dir = work.display().to_string();
+    for (tool, input) in [
+        ("Read", json!({"file_path": work.join("a.txt")})),
+        ("Glob", json!({"pattern": "*.txt"})),
+        ("Grep", json!({"pattern": "a"})),
+        ("Write", json!({"file_path": work.join("b.txt"), "content": "b"})),
+        ("Bash", json!({"command": "ls"})),
+    ] {
+        let (error, text) = server.call(tool, input);
+        println!("{tool} with the folder unreadable: {text}");
+        assert!(error, "{tool} succeeded in a folder of mode 000: {text}");
+        assert!(text.contains(&dir) && text.to_lowercase().contains("permission denied"), "{tool}: {text}");
+        assert!(!text.contains("executable"), "{tool}: blamed on the program: {text}");
+    }
+
+    // Readable again, the same host serves every call.
+    chmod(&work, 0o755);
+    let (error, text) = server.call("Read", json!({"file_path": work.join("a.txt")}));
+    assert!(!error && text.contains('a'), "{text}");
+    let (error, text) = server.call("Glob", json!({"pattern": "*.txt"}));
+    assert!(!error && text.contains("a.txt"), "{text}");
+    let (error, text) = server.call("Bash", json!({"command": "ls; cat a.txt"}));
+    assert!(!error && text.contains("a.txt"), "{text}");
+    assert!(!work.join("b.txt").exists(), "a write went through a folder of mode 000");
 }

@@ -693,6 +693,55 @@ async fn a_ten_megabyte_file_can_be_paged() {
     assert!(std::fs::read_to_string(&p).unwrap().contains("\nLINE 0123456 z"));
 }
 
+/// `diff` (a unified diff of `old` → the file's new content, `a/`/`b/`
+/// headers) applied to `old` by GNU `patch`.
+fn patched(dir: &Path, old: &str, diff: &str) -> String {
+    let (orig, fix, out) = (dir.join("orig.txt"), dir.join("change.diff"), dir.join("patched.txt"));
+    std::fs::write(&orig, old).unwrap();
+    std::fs::write(&fix, diff).unwrap();
+    let run = Command::new("patch").arg("-s").arg("-o").arg(&out).arg(&orig).arg(&fix).output().expect("running patch");
+    assert!(run.status.success(), "patch refused the diff: {}", String::from_utf8_lossy(&run.stdout));
+    std::fs::read_to_string(out).unwrap()
+}
+
+/// Write and Edit of a 60 000-line file through the components: rewrites
+/// that made the diff quadratic (every line new, every other line changed,
+/// the two halves swapped, a replace_all on every other line) finish, and
+/// the `diff` metadata is one GNU `patch` applies to get the new file.
+/// (How long they take is measured in `tests/benches/large_diff.rs`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_rewrites_have_diffs_that_patch_applies() {
+    let env = Env::new().await;
+    let line = |i: usize| format!("let value_{i:05} = compute({i});\n");
+    let old: String = (0..60_000).map(line).collect();
+    let p = env.p("big.rs");
+    let scratch = env.scratch.outside("patching");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let rewrites: [String; 3] = [
+        (0..60_000).map(|i| format!("fn f{i}() {{}}\n")).collect(),
+        (0..60_000).map(|i| if i % 2 == 0 { line(i) } else { line(i).replace("compute", "COMPUTE") }).collect(),
+        (30_000..60_000).chain(0..30_000).map(line).collect(),
+    ];
+    for new in rewrites {
+        write(&p, &old);
+        ok(&env.call("Read", json!({"file_path": p})).await);
+        let r = env.call("Write", json!({"file_path": p, "content": new})).await;
+        assert_eq!(ok(&r), format!("The file {p} has been written successfully (60001 lines)."));
+        assert_eq!(patched(&scratch, &old, r.metadata["diff"].as_str().unwrap()), new);
+    }
+    let odd: String =
+        (0..60_000).map(|i| if i % 2 == 1 { line(i).replace("compute", "old_api") } else { line(i) }).collect();
+    write(&p, &odd);
+    ok(&env.call("Read", json!({"file_path": p})).await);
+    let r = env
+        .call("Edit", json!({"file_path": p, "old_string": "old_api(", "new_string": "new_api(", "replace_all": true}))
+        .await;
+    assert_eq!(ok(&r), format!("Successfully replaced all 30000 occurrences in {p}"));
+    let new = odd.replace("old_api(", "new_api(");
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), new);
+    assert_eq!(patched(&scratch, &odd, r.metadata["diff"].as_str().unwrap()), new);
+}
+
 /// A symlink inside the working directory that points at a dangerous file
 /// is judged by its target (as AgentScope 2.0.11 does), so accept-edits does
 /// not auto-allow writing `.git/config` through it.

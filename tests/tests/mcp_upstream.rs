@@ -180,6 +180,31 @@ fn toolhost_serve_offers_upstream_tools_to_a_real_mcp_client() {
     assert_eq!(std::fs::read_to_string(scratch.outside("notes.txt")).unwrap(), "auto\nlegacy\n");
 }
 
+/// A server that cannot start when `toolhost serve` starts is tried again
+/// in the background: once it can start, its tools are offered and serve's
+/// clients are told (a tool-list change), with no restart.
+#[test]
+fn serve_offers_a_server_s_tools_once_it_comes_up_later() {
+    let Some(python) = mcp_python() else { return };
+    for mode in toolhost_e2e::mcp::MODES {
+        let scratch = Scratch::new();
+        let ready = scratch.outside("ready");
+        scratch.settings_file(&format!(
+            "[mcp_servers.up]\ncommand = {:?}\nargs = {}\nenv = {{ UPSTREAM_READY_FILE = {:?} }}\n",
+            python.display().to_string(),
+            serde_json::to_string(&[server_script(), "stdio".to_string()]).unwrap(),
+            ready.display().to_string()
+        ));
+        let serve = Transport::Stdio(serve_args(&[]));
+        let params = json!({"trigger": ready, "create_only": true, "seconds": 120});
+        let out = run_client(python, &scratch, &serve, mode, "list_changed", params);
+        let before: Vec<&str> = out["before"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        assert!(before.contains(&"Bash") && !before.contains(&"mcp__up__lookup"), "{mode}: {before:?}");
+        let after: Vec<&str> = out["after"][0].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        assert!(after.contains(&"mcp__up__lookup") && after.contains(&"mcp__up__note"), "{mode}: {after:?}");
+    }
+}
+
 /// A host over `table` with its upstream servers connected; the problems.
 async fn host_with(scratch: &Scratch, table: &str) -> (Toolhost, Vec<String>) {
     let host = scratch.host(scratch.settings_file(table)).await;

@@ -1,12 +1,16 @@
 //! The permission engine through the CLI and the library: `check` and
-//! `check --batch` in their documented shape, the ask flow, bad input, and a
-//! tool check that traps or hangs (a deny with the cause, never an allow).
+//! `check --batch` in their documented shape, the ask flow, bad input, a
+//! tool check that traps or hangs (a deny with the cause, never an allow),
+//! and asks left open that must not hold a running slot.
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolhost::capability::Policy;
 use toolhost::permission::{Behavior, Source};
 use toolhost::response::ResultState;
-use toolhost::{CallEvent, CallRequest, PermissionAnswer};
-use toolhost_e2e::{Scratch, call, guest, text};
+use toolhost::{CallEvent, CallRequest, CallStream, PermissionAnswer, PermissionRequest, RUNNING_CALLS};
+use toolhost_e2e::{Scratch, call, guest, next_event, text};
 
 fn batch(scratch: &Scratch, args: &[&str], lines: &[String]) -> Vec<Value> {
     use std::io::Write;
@@ -224,4 +228,68 @@ fn without_a_terminal_an_ask_is_a_denial_naming_the_rule() {
     assert_eq!(out.status.code(), Some(3));
     assert!(stderr.contains("no terminal") && stderr.contains("--allow 'Bash("), "{stderr}");
     assert!(!scratch.work().join("x").exists());
+}
+
+/// More calls than the host runs at once wait for their asks to be
+/// answered; none of them holds a running slot (nor an instance) while it
+/// waits, so a call that needs no answer still runs. Answered, each runs
+/// with the grants its own decision gave, or not at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unanswered_asks_hold_no_running_slot() {
+    let scratch = Scratch::new();
+    let mut s = scratch.settings();
+    s.builtins = false;
+    s.plugins.extend([guest("echo"), guest("trap-every")]);
+    let grant = Policy { fs_write: vec!["$WORKDIRS".into()], process_exec: true, ..Policy::default() };
+    s.grants.insert("TrapEvery".into(), grant);
+    let host = scratch.host(s).await;
+    let asking = RUNNING_CALLS + 8;
+    let marker = |i: usize| scratch.work().join(format!("marker-{i}"));
+    // Each call asks (no rule allows TrapEvery) and is left unanswered.
+    let mut open: Vec<(CallStream, PermissionRequest)> = Vec::new();
+    for i in 0..asking {
+        let input = json!({"trap": "none", "marker": marker(i)}).to_string();
+        let mut stream = host.call(CallRequest::new("TrapEvery", input));
+        match next_event(&mut stream, &format!("ask {i}")).await {
+            CallEvent::PermissionRequest(req) => open.push((stream, req)),
+            other => panic!("call {i}: expected an ask, got {other:?}"),
+        }
+    }
+    // A read-only call needs no answer: it runs now.
+    let r = tokio::time::timeout(
+        Duration::from_secs(120),
+        call(&host, "Echo", json!({"text": "past the asks"}), PermissionAnswer::Deny),
+    )
+    .await
+    .expect("the allowed call was stalled behind the unanswered asks");
+    assert_eq!((r.state, r.text().as_str()), (ResultState::Success, "past the asks"));
+    assert!((0..asking).all(|i| !marker(i).exists()), "a call ran before its ask was answered");
+
+    // Answered (every third denied), all at once: more than RUNNING_CALLS
+    // take turns for the slots, and each ends as its answer says.
+    let mut streams = Vec::new();
+    for (i, (stream, req)) in open.into_iter().enumerate() {
+        if i % 3 == 0 {
+            req.deny()
+        } else {
+            req.allow()
+        }
+        streams.push(stream);
+    }
+    for (i, mut stream) in streams.into_iter().enumerate() {
+        let response = loop {
+            match next_event(&mut stream, &format!("call {i}")).await {
+                CallEvent::Finished(r) => break r,
+                CallEvent::PermissionRequest(req) => panic!("call {i} asked twice: {:?}", req.decision),
+                _ => {}
+            }
+        };
+        if i % 3 == 0 {
+            assert_eq!(response.state, ResultState::Denied, "call {i}: {}", response.text());
+            assert!(!marker(i).exists(), "denied call {i} ran");
+        } else {
+            assert_eq!((response.state, response.text().as_str()), (ResultState::Success, "ran"), "call {i}");
+            assert_eq!(std::fs::read_to_string(marker(i)).unwrap(), "call ran", "call {i} ran with its grants");
+        }
+    }
 }

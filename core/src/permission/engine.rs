@@ -192,7 +192,10 @@ pub async fn evaluate<T: PolicyTool>(tool: &mut T, input: &str, ctx: &Context, r
         }
         Err(f) => Decision {
             behavior: Behavior::Deny,
-            message: format!("Permission denied for {name}: its permission check failed: {:#}", f.cause),
+            message: format!(
+                "Permission denied for {name}: its permission check failed in `{}`: {:#}",
+                f.function, f.cause
+            ),
             reason: Some(format!("Failed closed: the tool's `{}` returned an error", f.function)),
             bypass_immune: false,
             source: f.source,

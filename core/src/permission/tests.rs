@@ -842,7 +842,10 @@ fn tool_errors_fail_closed() {
         t.read_only = |_| Err(anyhow!("epoch deadline reached"));
         let x = run(&mut t, json!({}), &ctx(mode), &rules(&["T"], &[], &[]));
         assert_eq!((x.behavior, x.source), (Deny, Source::ReadOnly), "{mode}");
-        assert_eq!(x.message, "Permission denied for T: its permission check failed: epoch deadline reached");
+        assert_eq!(
+            x.message,
+            "Permission denied for T: its permission check failed in `check-read-only`: epoch deadline reached"
+        );
         assert!(x.reason.as_deref().unwrap_or("").contains("check-read-only"));
 
         // match_rule fails, in each list.
@@ -853,7 +856,7 @@ fn tool_errors_fail_closed() {
             t.match_error = true;
             let x = run(&mut t, json!({}), &ctx(mode), &r);
             assert_eq!((x.behavior, x.source), (Deny, source), "{mode}");
-            assert!(x.message.ends_with("its permission check failed: wasm trap: unreachable"));
+            assert!(x.message.ends_with("its permission check failed in `match-rule`: wasm trap: unreachable"));
         }
         if mode != Mode::Explore {
             let mut t = Fake::new("T");
@@ -869,7 +872,7 @@ fn tool_errors_fail_closed() {
             assert_eq!((x.behavior, x.source, x.bypass_immune), (Deny, Source::ToolDeny, false), "{mode}");
             assert_eq!(
                 x.message,
-                "Permission denied for T: its permission check failed: wasm trap: out of bounds memory access"
+                "Permission denied for T: its permission check failed in `check-permissions`: wasm trap: out of bounds memory access"
             );
             assert!(x.tool_check.is_none());
         }

@@ -2,8 +2,9 @@
 sees it (the Python twin of examples/components/redact): AWS access key ids
 (`AKIA` and 16 of `0-9A-Z`) and the value of `password=`, `passwd=`,
 `secret=`, `token=` and `api_key=` (any case) up to the next whitespace,
-`&`, `;`, `,` or quote become `[REDACTED]`. Chunks are redacted one at a
-time; the response metadata counts the redactions (`redact-py.count`).
+`&`, `;`, `,` or quote become `[REDACTED]`; a value already masked is not
+masked or counted again. Chunks are redacted one at a time; the response
+metadata counts the redactions (`redact-py.count`).
 """
 
 import re
@@ -16,9 +17,20 @@ VALUE = re.compile(r"(?i)(?<![0-9a-z])(password|passwd|secret|token|api_key)=([^
 
 
 def redact(text: str):
-    """`text` with secrets replaced, and how many were."""
+    """`text` with secrets replaced, and how many were. A value that is
+    already the mask is left alone and not counted, so redacting twice
+    changes nothing (as the Rust rules in guest-tools/lib/redaction)."""
     text, keys = KEY_ID.subn(MASK, text)
-    text, values = VALUE.subn(lambda m: m.group(1) + "=" + MASK, text)
+    values = 0
+
+    def mask(m):
+        nonlocal values
+        if m.group(2) == MASK:
+            return m.group(0)
+        values += 1
+        return m.group(1) + "=" + MASK
+
+    text = VALUE.sub(mask, text)
     return text, keys + values
 
 

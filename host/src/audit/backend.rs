@@ -50,8 +50,8 @@ impl Backend for RecordingBackend {
         self.inner.expand_user(path)
     }
 
-    async fn read_file(&self, scope: &FsScope, path: &str) -> Result<Vec<u8>, BackendError> {
-        let result = self.inner.read_file(scope, path).await;
+    async fn read_file(&self, scope: &FsScope, path: &str, max_bytes: u64) -> Result<Vec<u8>, BackendError> {
+        let result = self.inner.read_file(scope, path, max_bytes).await;
         self.audit.op(HostOp::Read { path: path.into(), ok: result.is_ok() });
         result
     }

@@ -48,7 +48,7 @@ impl Backend for DeniedBackend {
     fn home(&self) -> String {
         "/".to_string()
     }
-    async fn read_file(&self, _: &FsScope, _: &str) -> Result<Vec<u8>, BackendError> {
+    async fn read_file(&self, _: &FsScope, _: &str, _: u64) -> Result<Vec<u8>, BackendError> {
         refused()
     }
     async fn write_file(&self, _: &FsScope, _: &str, _: &[u8]) -> Result<(), BackendError> {
@@ -99,7 +99,7 @@ mod tests {
         denied(b.write_file(&scope, &path, b"pwned").await);
         denied(b.remove(&scope, &path).await);
         denied(b.create_dir(&scope, &format!("{root}/new")).await);
-        denied(b.read_file(&scope, &path).await.map(drop));
+        denied(b.read_file(&scope, &path, u64::MAX).await.map(drop));
         denied(b.stat(&scope, &path).await.map(drop));
         denied(b.list_dir(&scope, &root).await.map(drop));
         denied(b.real_path(&scope, &path).await.map(drop));

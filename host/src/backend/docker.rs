@@ -204,8 +204,8 @@ impl Backend for DockerBackend {
         self.files.home()
     }
 
-    async fn read_file(&self, scope: &FsScope, path: &str) -> Result<Vec<u8>, BackendError> {
-        self.files.read_file(&self.scope(scope).await?, path).await
+    async fn read_file(&self, scope: &FsScope, path: &str, max_bytes: u64) -> Result<Vec<u8>, BackendError> {
+        self.files.read_file(&self.scope(scope).await?, path, max_bytes).await
     }
 
     async fn write_file(&self, scope: &FsScope, path: &str, contents: &[u8]) -> Result<(), BackendError> {

@@ -63,7 +63,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, MetadataExt as _, OpenOptions};
+use cap_std::fs::{Dir, MetadataExt as _, OpenOptions, OpenOptionsExt as _};
 
 use super::scope::{Access, Root, normalize_lexically};
 use super::{
@@ -363,8 +363,8 @@ impl Backend for LocalBackend {
         self.home.display().to_string()
     }
 
-    async fn read_file(&self, scope: &FsScope, path: &str) -> Result<Vec<u8>, BackendError> {
-        self.run(scope, path, Access::Read, true, "read", |d, r| d.read(r))
+    async fn read_file(&self, scope: &FsScope, path: &str, max_bytes: u64) -> Result<Vec<u8>, BackendError> {
+        self.run(scope, path, Access::Read, true, "read", |d, r| read_bounded(d, r, max_bytes))
     }
 
     async fn write_file(&self, scope: &FsScope, path: &str, contents: &[u8]) -> Result<(), BackendError> {
@@ -584,6 +584,46 @@ fn mtime_ns(meta: &cap_std::fs::Metadata) -> u64 {
     let secs = meta.mtime();
     let nanos = meta.mtime_nsec();
     if secs < 0 { 0 } else { (secs as u64).saturating_mul(1_000_000_000).saturating_add(nanos.max(0) as u64) }
+}
+
+/// Reads the regular file `rel` of at most `max` bytes. It is opened
+/// without blocking (opening a FIFO that has no writer would otherwise hold
+/// the thread until one comes), refused unless it is a regular file, and
+/// refused when larger than `max`, before its content is read (and again if
+/// it grows past `max` while being read).
+fn read_bounded(dir: &Dir, rel: &Path, max: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut opts = OpenOptions::new();
+    opts.read(true).custom_flags(libc::O_NONBLOCK);
+    let file = dir.open_with(rel, &opts)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(io::ErrorKind::IsADirectory.into());
+    }
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file (a FIFO, socket or device); only regular files are read",
+        ));
+    }
+    let too_big = |size: u64| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "it is {size} bytes, more than the {max} bytes a tool can take at once (limits.max_memory_bytes); \
+                 read it with a process (exec) or in parts, or raise the limit"
+            ),
+        )
+    };
+    if meta.len() > max {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.into_std().take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);

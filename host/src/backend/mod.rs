@@ -248,8 +248,12 @@ pub trait Backend: Send + Sync + 'static {
         }
     }
 
-    /// Reads a whole file.
-    async fn read_file(&self, scope: &FsScope, path: &str) -> Result<Vec<u8>, BackendError>;
+    /// Reads a whole regular file of at most `max_bytes` (what the caller
+    /// can take: a tool's memory limit). A larger file, or one that is not
+    /// a regular file (a FIFO, socket or device, which could block the
+    /// reading thread for ever), is refused with [`BackendError::Invalid`]
+    /// before its content is read.
+    async fn read_file(&self, scope: &FsScope, path: &str, max_bytes: u64) -> Result<Vec<u8>, BackendError>;
     /// Writes a whole file atomically, creating parents.
     async fn write_file(&self, scope: &FsScope, path: &str, contents: &[u8]) -> Result<(), BackendError>;
     /// Stats a path (symlinks followed within the scope).

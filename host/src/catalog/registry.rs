@@ -96,6 +96,14 @@ impl<T: Registered> Entry<T> {
         }
     }
 
+    /// The tool if it is loaded (a lazy entry after its first use), loading nothing.
+    pub(crate) fn loaded(&self) -> Option<Arc<T>> {
+        match self {
+            Entry::Loaded(tool) => Some(tool.clone()),
+            Entry::Lazy(lazy) => lazy.loaded.get().cloned(),
+        }
+    }
+
     /// The loaded tool, loading it first if need be. A failed load is not
     /// remembered: the next use tries again (a failure may be transient, such
     /// as a full instance pool during the `metadata` probe).
@@ -188,6 +196,23 @@ impl<T: Registered> Registry<T> {
         let old = std::mem::replace(slot, Entry::Loaded(tool));
         self.changed();
         Ok(old)
+    }
+
+    /// Puts `tool` in place of the loaded tool registered as `name` when
+    /// `same` says that one is the same tool (the same bytes, compiled
+    /// again by another compiler), in one step and without moving the
+    /// generation on: nothing a client sees changed. A lazy entry that has
+    /// loaded counts as loaded. Returns whether it was put in (not when the
+    /// name is gone, not loaded yet, or now another tool).
+    pub(crate) fn upgrade(&self, name: &str, tool: Arc<T>, same: impl FnOnce(&T) -> bool) -> bool {
+        let mut tools = self.tools.write_unpoisoned();
+        let Some(slot) = tools.get_mut(name) else { return false };
+        let Some(old) = slot.loaded() else { return false };
+        if !same(&old) {
+            return false;
+        }
+        *slot = Entry::Loaded(tool);
+        true
     }
 
     /// Removes `name`; returns whether it was registered.

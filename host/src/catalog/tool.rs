@@ -97,6 +97,10 @@ pub enum LoadError {
     /// Its `info` is unusable.
     #[error("{0}: invalid middleware info: {1}")]
     MiddlewareInfo(String, String),
+    /// It trapped or timed out answering `info` (the cause names the
+    /// middleware, as its path until its name is known).
+    #[error("{0}: calling the middleware's `info` failed: {1}")]
+    MiddlewareProbe(String, String),
     /// The name is taken by another loaded middleware.
     #[error(
         "cannot load {source_name}: a middleware named '{name}' is already loaded; remove one of them or rename it"
@@ -183,6 +187,21 @@ pub enum LookupError {
     /// No tool of that name is registered.
     #[error("The tool named '{0}' doesn't exist. Run `toolhost list` to see the loaded tools.")]
     Unknown(String),
+    /// No tool of that name is registered, and plugin files were still
+    /// loading in the background after the call's timeout (one of them may
+    /// hold it).
+    #[error(
+        "The tool named '{name}' doesn't exist yet: after {waited_ms} ms (the call's timeout) these plugin files were still loading: {}; retry when `toolhost list` shows it (a first compile of a large plugin takes tens of seconds; later starts use the compile cache)",
+        files.join(", ")
+    )]
+    StillLoading {
+        /// The name asked for.
+        name: String,
+        /// How long the lookup waited.
+        waited_ms: u64,
+        /// The plugin files still loading.
+        files: Vec<String>,
+    },
     /// It is registered, but loading it failed; the error names the tool
     /// and the cause. Other tools are not affected, and the next use tries
     /// to load it again.

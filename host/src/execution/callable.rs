@@ -12,7 +12,7 @@ use crate::permission::{self, Behavior, PolicyTool, Rule, ToolVerdict};
 use crate::response::Chunk;
 use crate::runtime::failure::GuestFailure;
 use crate::runtime::store::{CallSetup, Deadline};
-use crate::runtime::{Limits, Runtime};
+use crate::runtime::{Limits, Runtime, Tier};
 use crate::types::ToolError;
 
 /// A kind of tool: what a loaded tool holds to make instances.
@@ -23,6 +23,12 @@ pub trait ToolKind: Send + Sync + 'static {
     /// function takes the limits and the output).
     fn instantiate<'a>(&'a self, runtime: &'a Runtime, setup: CallSetup)
     -> BoxFuture<'a, anyhow::Result<CallableTool>>;
+
+    /// Which compiler's code its instances run; `None` for a kind that runs
+    /// no compiled component (a native function, an upstream server).
+    fn tier(&self) -> Option<Tier> {
+        None
+    }
 }
 
 /// One instance of a tool: it answers the permission exports and runs one

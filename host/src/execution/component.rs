@@ -16,10 +16,12 @@ use crate::catalog::tool::{LoadError, Origin, validate_metadata};
 use crate::runtime::bindings::ToolPre;
 use crate::runtime::store::CallSetup;
 use crate::runtime::{CacheOutcome, Runtime, Tier};
+use wasmtime::component::Component;
 
 /// A tool component, instantiated afresh for every call.
 pub struct ComponentTool {
     pre: ToolPre,
+    tier: Tier,
 }
 
 impl ToolKind for ComponentTool {
@@ -29,6 +31,10 @@ impl ToolKind for ComponentTool {
         setup: CallSetup,
     ) -> BoxFuture<'a, anyhow::Result<CallableTool>> {
         Box::pin(async move { Ok(CallableTool::new(ToolInstance::new(&self.pre, setup).await?)) })
+    }
+
+    fn tier(&self) -> Option<Tier> {
+        Some(self.tier)
     }
 }
 
@@ -73,7 +79,22 @@ pub async fn load_component_with_hash(
         Tier::Baseline => runtime.compile_first_use(bytes, label),
         Tier::Optimised => runtime.compile(bytes, label).map(|(c, cache)| (c, cache, Tier::Optimised)),
     };
-    let (component, cache, tier) = compiled.map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
+    let compiled = compiled.map_err(|e| LoadError::Compile(label.into(), format!("{e:#}")))?;
+    load_compiled(runtime, compiled, origin, label, sha256).await
+}
+
+/// The rest of a load once the component is compiled (`compiled`: the
+/// component, what the cache did, which compiler's code it is): its world
+/// and version, linking, its metadata asked with no grants, the checks of
+/// that metadata. `sha256` is that of the component's bytes.
+pub async fn load_compiled(
+    runtime: &Runtime,
+    compiled: (Component, CacheOutcome, Tier),
+    origin: Origin,
+    label: &str,
+    sha256: String,
+) -> Result<LoadReport, LoadError> {
+    let (component, cache, tier) = compiled;
     let wit_version = check_exports(&component, label, ComponentKind::Tool)?;
     let imports: Vec<String> =
         component.component_type().imports(component.engine()).map(|(name, _)| name.to_string()).collect();
@@ -86,7 +107,31 @@ pub async fn load_component_with_hash(
         .await
         .map_err(|e| LoadError::Instantiate(label.into(), format!("{e:#}")))?;
     let (info, validator) = validate_metadata(metadata, origin, wit_version.to_string(), sha256, label)?;
-    Ok(LoadReport { tool: LoadedTool::new(info, validator, Arc::new(ComponentTool { pre })), cache, tier, imports })
+    Ok(LoadReport {
+        tool: LoadedTool::new(info, validator, Arc::new(ComponentTool { pre, tier })),
+        cache,
+        tier,
+        imports,
+    })
+}
+
+/// `old`, a component tool, on other code of the same bytes (their
+/// optimised compile, `component`): the world and version checked and the
+/// imports linked again, the metadata the first load asked for kept. No
+/// guest code runs: nothing the guest would answer now can change what the
+/// tool is (its name, flags, schema or declared capabilities).
+pub(crate) fn recompiled(runtime: &Runtime, component: &Component, old: &LoadedTool) -> Result<LoadedTool, LoadError> {
+    let label = match &old.info.origin {
+        Origin::File(path) => path.display().to_string(),
+        _ => old.info.name.clone(),
+    };
+    let wit_version = check_exports(component, &label, ComponentKind::Tool)?;
+    let pre = runtime
+        .tool_linker_for(component)
+        .instantiate_pre(component)
+        .map_err(|e| LoadError::UnknownImport(label.clone(), format!("{e:#}")))?;
+    let pre = ToolPre::new(wit_version, pre).map_err(|e| LoadError::WrongWorld(label, format!("{e:#}")))?;
+    Ok(old.with_kind(Arc::new(ComponentTool { pre, tier: Tier::Optimised })))
 }
 
 /// Loads a built-in: compiles it (through the cache; a first use on an
@@ -94,7 +139,14 @@ pub async fn load_component_with_hash(
 /// it reports the name it is registered under and the metadata its
 /// `metadata.json` carries.
 pub async fn load_builtin(runtime: &Runtime, builtin: &Builtin) -> Result<LoadedTool, LoadError> {
-    let tool = load_builtin_unchecked(runtime, builtin).await?;
+    load_builtin_tiered(runtime, builtin).await.map(|(tool, _)| tool)
+}
+
+/// [`load_builtin`], saying which compiler's code the tool runs (baseline
+/// code is worth optimising in a host that keeps running).
+pub async fn load_builtin_tiered(runtime: &Runtime, builtin: &Builtin) -> Result<(LoadedTool, Tier), LoadError> {
+    let report = load_builtin_report(runtime, builtin).await?;
+    let tool = report.tool;
     if tool.info.name != builtin.name {
         return Err(builtin.name_mismatch(tool.info.name.clone()));
     }
@@ -106,17 +158,21 @@ pub async fn load_builtin(runtime: &Runtime, builtin: &Builtin) -> Result<Loaded
             crate_name: builtin.crate_name.to_string(),
         });
     }
-    Ok(tool)
+    Ok((tool, report.tier))
 }
 
 /// Loads a built-in's component and asks it for its metadata, comparing
 /// it with nothing (the metadata test and its `TOOLHOST_BLESS_METADATA`
 /// rewrite use this).
 pub async fn load_builtin_unchecked(runtime: &Runtime, builtin: &Builtin) -> Result<LoadedTool, LoadError> {
+    load_builtin_report(runtime, builtin).await.map(|report| report.tool)
+}
+
+async fn load_builtin_report(runtime: &Runtime, builtin: &Builtin) -> Result<LoadReport, LoadError> {
     let label = format!("built-in tool {}", builtin.name);
     let report =
         load_component_with_hash(runtime, builtin.bytes, Origin::Builtin, &label, Some(builtin.sha256), Tier::Baseline)
             .await?;
     tracing::debug!("loaded {label}: {:?} code (compile cache: {:?})", report.tier, report.cache);
-    Ok(report.tool)
+    Ok(report)
 }

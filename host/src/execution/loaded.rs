@@ -30,6 +30,14 @@ impl LoadedTool {
     }
 }
 
+impl LoadedTool {
+    /// The same tool (metadata, validator) with its instances made by
+    /// `kind`, its grants computed afresh.
+    pub(crate) fn with_kind(&self, kind: Arc<dyn ToolKind>) -> Self {
+        Self { info: self.info.clone(), kind, validator: self.validator.clone(), grants: OnceLock::new() }
+    }
+}
+
 impl Registered for LoadedTool {
     fn info(&self) -> &ToolInfo {
         &self.info

@@ -72,9 +72,22 @@ impl GuestFailure {
         if let Some(at) = stderr_tail.find("panicked at") {
             return Self::Panic { message: stderr_tail[at..].trim().to_string() };
         }
-        let first = format!("{err}");
-        Self::Trap { message: if stderr_tail.is_empty() { first } else { format!("{first}: {stderr_tail}") } }
+        let cause = cause_text(err);
+        Self::Trap { message: if stderr_tail.is_empty() { cause } else { format!("{cause}: {stderr_tail}") } }
     }
+}
+
+/// What a trap says about its cause: every message of its chain (a host
+/// import's error that trapped the guest, a canonical ABI check such as an
+/// unknown handle or a string that is not UTF-8, the trap code) without the
+/// wasm backtrace wasmtime puts first, which names no cause.
+fn cause_text(err: &wasmtime::Error) -> String {
+    let parts: Vec<String> = err
+        .chain()
+        .map(|e| e.to_string())
+        .filter(|m| !m.starts_with("error while executing at wasm backtrace"))
+        .collect();
+    if parts.is_empty() { format!("{err}") } else { parts.join(": ") }
 }
 
 /// Whether an out-of-bounds access is the shadow stack running out. Rust

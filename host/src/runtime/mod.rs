@@ -7,6 +7,7 @@
 //! enforced both by epoch interruption (guest code) and by a timer around the
 //! whole call (host imports), a linear-memory cap, and an output cap.
 
+pub mod background;
 pub mod bindings;
 pub mod cache;
 pub mod failure;
@@ -163,6 +164,12 @@ impl Runtime {
         Limits { timeout_ms: self.limits.timeout_ms.min(PROBE_TIMEOUT_MS), ..self.limits }
     }
 
+    /// Whether every compile is optimised ([`RuntimeOptions::always_optimise`]):
+    /// no baseline code for a first use.
+    pub fn always_optimise(&self) -> bool {
+        self.options.always_optimise
+    }
+
     /// Whether instances come from the pooling allocator.
     pub fn pooling(&self) -> bool {
         self.pooling
@@ -200,6 +207,41 @@ impl Runtime {
             None => (compile()?, CacheOutcome::Disabled),
         };
         Ok((component, outcome, Tier::Baseline))
+    }
+
+    /// The code of `bytes` from the cache, compiling nothing: the optimised
+    /// code when the cache has it; with `first_use` at [`Tier::Baseline`]
+    /// (and [`RuntimeOptions::always_optimise`] off), else the baseline code
+    /// an earlier first use stored. `None` when neither is there (or there
+    /// is no cache): the component needs a compile.
+    pub fn cached(&self, bytes: &[u8], first_use: Tier) -> Option<(Component, Tier)> {
+        let cache = self.cache.as_ref()?;
+        if let (Some(component), _) = cache.lookup(&self.engine, bytes) {
+            return Some((component, Tier::Optimised));
+        }
+        if first_use == Tier::Optimised || self.options.always_optimise {
+            return None;
+        }
+        let baseline = self.baseline.get_or_init(|| Baseline::new(&self.options)).as_ref()?;
+        let (component, _) = baseline.cache.as_ref()?.lookup(&baseline.engine, bytes);
+        component.map(|c| (c, Tier::Baseline))
+    }
+
+    /// Compiles `bytes` as [`Runtime::compile`] does (with `first_use` at
+    /// [`Tier::Baseline`], as [`Runtime::compile_first_use`] does), on the
+    /// low-priority threads of [`background`] so that calls served
+    /// meanwhile take the cores first. Blocking: run it on a thread of its
+    /// own.
+    pub fn compile_in_background(
+        &self,
+        bytes: &[u8],
+        label: &str,
+        first_use: Tier,
+    ) -> Result<(Component, CacheOutcome, Tier)> {
+        background::run_low_priority(|| match first_use {
+            Tier::Baseline => self.compile_first_use(bytes, label),
+            Tier::Optimised => self.compile(bytes, label).map(|(c, outcome)| (c, outcome, Tier::Optimised)),
+        })
     }
 
     /// Whether the cache holds the optimised code of `bytes` (false without

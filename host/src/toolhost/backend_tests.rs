@@ -31,8 +31,8 @@ impl Backend for Elsewhere {
     fn home(&self) -> String {
         "/elsewhere/home".into()
     }
-    async fn read_file(&self, s: &FsScope, p: &str) -> Result<Vec<u8>, BackendError> {
-        DeniedBackend.read_file(s, p).await
+    async fn read_file(&self, s: &FsScope, p: &str, max: u64) -> Result<Vec<u8>, BackendError> {
+        DeniedBackend.read_file(s, p, max).await
     }
     async fn write_file(&self, s: &FsScope, p: &str, c: &[u8]) -> Result<(), BackendError> {
         DeniedBackend.write_file(s, p, c).await

@@ -20,6 +20,7 @@ use crate::execution::callable::CallableTool;
 use crate::execution::host::ExecutionHost;
 use crate::execution::host::{Permit, Verdict};
 use crate::execution::loaded::{LoadedTool, validate_input};
+use crate::execution::middleware::failure::CallFailure;
 use crate::execution::middleware::registry::Registry as MiddlewareRegistry;
 use crate::permission::{self, Behavior, Decision, PolicyTool as _, RuleSet};
 use crate::response::{Chunk, ResultState, ToolResponse};
@@ -143,8 +144,10 @@ impl Toolhost {
         let loaded = match self.tool(&request.tool).await {
             Ok(loaded) => loaded,
             Err(LookupError::Unknown(_)) => {
-                return fail(format!("ToolNotFoundError: {}", unknown_tool(&request.tool))).await;
+                let failed = self.failed_loads_text();
+                return fail(format!("ToolNotFoundError: {}{failed}", unknown_tool(&request.tool))).await;
             }
+            Err(e @ LookupError::StillLoading { .. }) => return fail(format!("ToolNotFoundError: {e}")).await,
             Err(LookupError::Load(e)) => return fail(format!("could not load tool '{}': {e}", request.tool)).await,
         };
         crate::audit::note(|a| a.tool(&loaded.info.sha256));
@@ -159,8 +162,8 @@ impl Toolhost {
         // Instances come from a bounded pool: past RUNNING_CALLS calls wait
         // here (at most the call's timeout) rather than fail to instantiate.
         let wait = std::time::Duration::from_millis(self.settings().limits.timeout_ms);
-        let _running = match self.running_permit(wait).await {
-            Ok(permit) => permit,
+        let mut running = match self.running_permit(wait).await {
+            Ok(permit) => Some(permit),
             Err(e) => return fail(format!("Error: {e:#}")).await,
         };
         // The decision runs in an instance with no capability; what it
@@ -173,7 +176,24 @@ impl Toolhost {
 
         let mode = request.mode.unwrap_or(self.mode());
         let permit = Permit { call_id: request.id.clone(), mode, events: events.clone() };
-        let phase = match self.decide(&mut decider, &permit, &input, &input_text).await {
+        let decision = self.evaluate(&mut decider, mode, &input_text).await;
+        drop(decider);
+        // Waiting for a person holds nothing: the slot goes back while the
+        // ask is open (unanswered asks must not stall every other call),
+        // and a new one is taken once it is allowed. The grants stay those
+        // the decision gave; the call's instance is made only after.
+        let asks = matches!(decision.behavior, Behavior::Ask | Behavior::Passthrough);
+        if asks {
+            running = None;
+        }
+        let verdict = self.answer(decision, &loaded.info.name, &permit, &input).await;
+        if asks && matches!(verdict, Verdict::Allow(_)) && !loaded.info.external {
+            running = match self.running_permit(wait).await {
+                Ok(permit) => Some(permit),
+                Err(e) => return fail(format!("Error: {e:#}")).await,
+            };
+        }
+        let phase = match verdict {
             Verdict::Allow(phase) => phase,
             Verdict::Deny(decision) => return Some(denied(&request.id, decision.message)),
             Verdict::UserDenied(_) => {
@@ -198,7 +218,7 @@ impl Toolhost {
             return None;
         }
 
-        drop(decider);
+        debug_assert!(running.is_some(), "a call makes instances only while it holds a running slot");
         // `call` gets the grants, in a fresh instance: read-only ones when
         // the tool's own read-only claim is what allowed the call.
         let (out_tx, mut out_rx) = mpsc::channel::<Chunk>(32);
@@ -229,9 +249,13 @@ impl Toolhost {
         // without a hop through another worker thread. The channel closes
         // when the chain drops its instances.
         let (outcome, ()) = tokio::join!(chain, forward);
+        drop(running);
         let closing = match outcome {
             Ok(Ok(())) => None,
             Ok(Err(tool_error)) => Some(tool_error_text(&tool_error)),
+            Err(CallFailure::Tool(failure)) => {
+                Some(format!("Error: tool '{}' failed in `call`: {failure}", request.tool))
+            }
             Err(failure) => Some(format!("Error: {failure}")),
         };
         if let Some(text) = closing {
@@ -242,12 +266,11 @@ impl Toolhost {
         Some(response)
     }
 
-    /// The permission step of a call: runs the whole engine
-    /// ([`permission::evaluate`]) for `input` on `instance` with the call's
-    /// mode, the rules in force and the tool's context, and sends an ask to
-    /// the caller as a [`CallEvent::PermissionRequest`] (an unanswered or
-    /// dropped request is a denial). The first decision of a call and the
-    /// re-check of an input a middleware rewrote both go through here.
+    /// The permission step of a call: runs the whole engine for `input`
+    /// on `instance` ([`Toolhost::evaluate`]) and turns the decision into a
+    /// verdict, asking the caller when it says ask ([`Toolhost::answer`]).
+    /// A middleware's rewritten input is decided here; the first decision of
+    /// a call takes the two steps apart, to hold nothing while it asks.
     pub(crate) async fn decide(
         &self,
         instance: &mut CallableTool,
@@ -256,10 +279,25 @@ impl Toolhost {
         input_text: &str,
     ) -> Verdict {
         let tool = instance.name().to_owned();
-        let ctx = self.permission_context(&tool, permit.mode);
+        let decision = self.evaluate(instance, permit.mode, input_text).await;
+        self.answer(decision, &tool, permit, input).await
+    }
+
+    /// The permission engine ([`permission::evaluate`]) for `input_text` on
+    /// `instance` with `mode`, the rules in force and the tool's context;
+    /// the decision is noted for the audit log.
+    async fn evaluate(&self, instance: &mut CallableTool, mode: permission::Mode, input_text: &str) -> Decision {
+        let ctx = self.permission_context(instance.name(), mode);
         let rules = self.rules();
         let decision = permission::evaluate(instance, input_text, &ctx, &rules).await;
         crate::audit::note(|a| a.decision(&decision));
+        decision
+    }
+
+    /// The verdict of `decision` on a call of `tool` with `input`: an ask
+    /// goes to the caller as a [`CallEvent::PermissionRequest`] (an
+    /// unanswered or dropped request is a denial) and its answer decides.
+    async fn answer(&self, decision: Decision, tool: &str, permit: &Permit, input: &serde_json::Value) -> Verdict {
         // A call allowed because the tool said it only reads runs with
         // read-only grants: the claim is not believed any further.
         let phase = if decision.read_only { Phase::ReadOnlyCall } else { Phase::Call };
@@ -271,7 +309,7 @@ impl Toolhost {
                 let asked = decision.message.clone();
                 let prompt = PermissionRequest {
                     call_id: permit.call_id.clone(),
-                    tool: tool.clone(),
+                    tool: tool.to_string(),
                     input: input.clone(),
                     decision,
                     reply,
@@ -316,6 +354,19 @@ impl Toolhost {
         let mut chunk = Chunk::text(result.output, result.state.unwrap_or(ResultState::Success));
         chunk.metadata = result.metadata;
         Ok(ToolResponse::from_chunk(call.call_id.clone(), chunk))
+    }
+}
+
+impl Toolhost {
+    /// For an unknown name: the plugin files that failed to load in the
+    /// background (one may have been meant), or nothing.
+    fn failed_loads_text(&self) -> String {
+        let failed = self.failed_loads();
+        if failed.is_empty() {
+            return String::new();
+        }
+        let files: Vec<String> = failed.iter().map(|f| f.file.display().to_string()).collect();
+        format!(" These plugin files failed to load, so their tools are missing: {}.", files.join(", "))
     }
 }
 

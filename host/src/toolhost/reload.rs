@@ -32,12 +32,14 @@ use sha2::{Digest, Sha256};
 use super::Toolhost;
 use crate::capability::{Declared, Grants};
 use crate::capability_diff::CapabilityDiff;
+use crate::catalog::component::{ComponentKind, check_world_of};
 use crate::catalog::tool::{LoadError, Origin};
-use crate::execution::component::load_component;
+use crate::execution::component::load_compiled;
 use crate::execution::loaded::LoadedTool;
 use crate::execution::middleware::load_middleware_component;
 use crate::execution::middleware::loader::LoadedMiddleware;
 use crate::execution::middleware::registry::Layer;
+use crate::runtime::Tier;
 
 /// What a watched file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,6 +79,10 @@ pub struct StatusReport {
     pub pid: u32,
     /// Every watched file, sorted by path.
     pub files: Vec<FileStatus>,
+    /// The plugin files still loading in the background since the host
+    /// started (not yet in `files`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loading: Vec<crate::toolhost::loading::PendingLoad>,
 }
 
 /// A watched source: a plugin folder (every `.wasm` in it is a tool) or one
@@ -193,6 +199,20 @@ impl Reloader {
         reloader.approve_locked();
         for file in reloader.loaded.keys().cloned().collect::<Vec<_>>() {
             reloader.set_status(&file, None);
+        }
+        // A file whose background load failed is reported like a refused
+        // update, and not compiled again until it changes.
+        for failed in host.failed_loads() {
+            reloader.rejected.insert(failed.file.clone(), failed.sha256);
+            let status = FileStatus {
+                file: failed.file.clone(),
+                kind: FileKind::Tool,
+                name: None,
+                sha256: String::new(),
+                grants: "nothing".into(),
+                last_error: Some(failed.error),
+            };
+            reloader.status.insert(failed.file, status);
         }
         reloader
     }
@@ -390,8 +410,19 @@ impl Reloader {
     }
 
     /// Compiles and checks `bytes` off the async workers (a compile takes
-    /// a core for a while), with no lock held and nothing swapped.
+    /// a core for a while; a tool's compiles on the low-priority compile
+    /// threads, as a background load's), with no lock held and nothing
+    /// swapped.
     async fn stage(&self, file: &Path, kind: FileKind, bytes: Vec<u8>) -> Result<Staged, LoadError> {
+        if kind == FileKind::Tool {
+            let label = file.display().to_string();
+            check_world_of(&bytes, &label, ComponentKind::Tool)?;
+            let sha256 = hex::encode(Sha256::digest(&bytes));
+            let compiled = self.host.compile_off_thread(bytes.into(), &label, Tier::Optimised).await?;
+            let origin = Origin::File(file.to_path_buf());
+            let report = load_compiled(self.host.runtime(), compiled, origin, &label, sha256).await?;
+            return Ok(Staged::Tool(Box::new(report.tool)));
+        }
         let host = self.host.clone();
         let file = file.to_path_buf();
         let handle = tokio::runtime::Handle::current();
@@ -399,14 +430,7 @@ impl Reloader {
             handle.block_on(async move {
                 let label = file.display().to_string();
                 let runtime = host.runtime();
-                match kind {
-                    FileKind::Tool => load_component(runtime, &bytes, Origin::File(file), &label)
-                        .await
-                        .map(|r| Staged::Tool(Box::new(r.tool))),
-                    FileKind::Middleware => load_middleware_component(runtime, &bytes, Origin::File(file), &label)
-                        .await
-                        .map(Staged::Middleware),
-                }
+                load_middleware_component(runtime, &bytes, Origin::File(file), &label).await.map(Staged::Middleware)
             })
         });
         job.await.unwrap_or_else(|e| Err(LoadError::Instantiate("reload".into(), format!("the load task failed: {e}"))))

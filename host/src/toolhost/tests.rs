@@ -127,7 +127,7 @@ async fn a_builtin_reporting_another_name_is_a_load_error_that_spares_the_others
     // Registered lazily, it fails when first needed, with the same error,
     // every time it is needed, and no other tool is affected.
     let leaked: &'static Builtin = Box::leak(Box::new(misnamed));
-    host.register("Shell", builtin_entry(leaked), "test").expect("Shell is free");
+    host.register("Shell", builtin_entry(leaked, std::sync::Weak::new()), "test").expect("Shell is free");
     assert!(host.is_registered("Shell") && !host.is_loaded("Shell"));
     for _ in 0..2 {
         let err = host.describe("Shell").await.expect_err("Shell cannot load");
@@ -211,10 +211,13 @@ async fn without_builtins_nothing_is_registered() {
 }
 
 /// A host over an empty compile cache of its own, telling `events` of every
-/// compile; `cache` must outlive it.
+/// compile; `cache` must outlive it. It optimises built-ins in the
+/// background when `tier_up` (a long-running host), not otherwise (a
+/// one-shot command).
 async fn host_on_cache(
     cache: &std::path::Path,
     events: Arc<std::sync::Mutex<Vec<(String, Tier, bool)>>>,
+    tier_up: bool,
 ) -> (Toolhost, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let mut settings = Settings::default();
@@ -224,7 +227,8 @@ async fn host_on_cache(
         let finished = matches!(e.phase, Phase::Finished(_));
         events.lock().unwrap().push((e.label.clone(), e.tier, finished));
     });
-    let host = Toolhost::builder().settings(settings, None).compile_observer(observer).build().await.expect("a host");
+    let builder = Toolhost::builder().settings(settings, None).compile_observer(observer);
+    let host = builder.optimise_builtins_in_background(tier_up).build().await.expect("a host");
     (host, dir)
 }
 
@@ -282,7 +286,7 @@ async fn a_builtin_whose_metadata_file_drifted_is_refused_when_loaded() {
 async fn listing_and_describing_on_an_empty_cache_compile_nothing() {
     let cache = tempfile::tempdir().expect("a cache dir");
     let events = Arc::default();
-    let (host, _dir) = host_on_cache(cache.path(), Arc::clone(&events)).await;
+    let (host, _dir) = host_on_cache(cache.path(), Arc::clone(&events), true).await;
     let infos = host.list().await.expect("every built-in lists");
     assert_eq!(infos.iter().map(|t| t.name.clone()).collect::<Vec<_>>(), registered_names());
     for info in &infos {
@@ -299,7 +303,7 @@ async fn listing_and_describing_on_an_empty_cache_compile_nothing() {
 async fn a_first_use_runs_baseline_code_and_later_hosts_run_the_optimised_code_it_caches() {
     let cache = tempfile::tempdir().expect("a cache dir");
     let events = Arc::default();
-    let (host, _dir) = host_on_cache(cache.path(), Arc::clone(&events)).await;
+    let (host, _dir) = host_on_cache(cache.path(), Arc::clone(&events), false).await;
     let call = |host: &Toolhost| {
         let host = host.clone();
         async move {
@@ -314,6 +318,7 @@ async fn a_first_use_runs_baseline_code_and_later_hosts_run_the_optimised_code_i
     let baseline = vec![(label.clone(), Tier::Baseline, false), (label.clone(), Tier::Baseline, true)];
     assert_eq!(*events.lock().unwrap(), baseline, "the first use compiles baseline code only");
     assert_eq!(host.builtins_to_optimise(), ["TaskList"]);
+    assert_eq!(host.code_tier("TaskList"), Some(Tier::Baseline));
 
     let task_list = builtin::named("TaskList").expect("a built-in");
     builtin::optimise(host.runtime(), task_list).expect("the optimised compile");
@@ -335,10 +340,50 @@ async fn a_first_use_runs_baseline_code_and_later_hosts_run_the_optimised_code_i
         }
     }
     let later = Arc::default();
-    let (host, _dir) = host_on_cache(cache.path(), Arc::clone(&later)).await;
+    let (host, _dir) = host_on_cache(cache.path(), Arc::clone(&later), false).await;
     call(&host).await;
     assert_eq!(*later.lock().unwrap(), Vec::new(), "the later host compiles nothing");
     assert_eq!(host.builtins_to_optimise(), Vec::<&str>::new(), "it runs the optimised code");
+    assert_eq!(host.code_tier("TaskList"), Some(Tier::Optimised));
+}
+
+/// A host that keeps running does not stay on a first use's baseline code:
+/// the optimised compile runs in the background and is swapped in, calls
+/// go on meanwhile and after, and no client is told the tool list changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_running_host_moves_a_builtin_from_baseline_to_optimised_code() {
+    let cache = tempfile::tempdir().expect("a cache dir");
+    let events = Arc::default();
+    let (host, _dir) = host_on_cache(cache.path(), Arc::clone(&events), true).await;
+    let mut list_changes = host.tool_list_changes();
+    list_changes.borrow_and_update();
+    let label = "built-in tool TaskList".to_string();
+    let call = || async {
+        let r = host.call(CallRequest::new("TaskList", "{}")).finish(PermissionAnswer::AllowOnce).await;
+        assert_eq!(r.into_response().state, ResultState::Success);
+    };
+    call().await;
+    assert_eq!(
+        events.lock().unwrap()[..2],
+        [(label.clone(), Tier::Baseline, false), (label.clone(), Tier::Baseline, true)]
+    );
+    let optimised_done = || events.lock().unwrap().contains(&(label.clone(), Tier::Optimised, true));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while host.code_tier("TaskList") != Some(Tier::Optimised) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "TaskList still on baseline code; compiles: {:?}",
+            events.lock().unwrap()
+        );
+        call().await;
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(optimised_done(), "the swap follows the optimised compile");
+    assert_eq!(host.builtins_to_optimise(), Vec::<&str>::new(), "its optimised code is in the cache for later hosts");
+    call().await;
+    assert!(!list_changes.has_changed().unwrap(), "the tool list did not change");
+    let compiles = events.lock().unwrap().len();
+    assert_eq!(compiles, 4, "one baseline and one optimised compile: {:?}", events.lock().unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

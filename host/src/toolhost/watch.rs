@@ -16,6 +16,7 @@ use notify_debouncer_full::{DebounceEventResult, new_debouncer};
 use tokio::sync::{broadcast, mpsc, watch};
 
 use super::Toolhost;
+use super::loading::PendingLoad;
 use super::reload::{FileStatus, Reloader, StatusReport};
 use crate::sync::MutexExt;
 
@@ -84,8 +85,10 @@ impl Toolhost {
     /// the running version and swapped in, a removed one is unloaded; a
     /// broken update leaves the old version serving (see
     /// [`Watcher::status`]). Runs on the current tokio runtime until the
-    /// [`Watcher`] is dropped. A first pass runs at once, so changes made
-    /// since the host was built are picked up.
+    /// [`Watcher`] is dropped. A first pass runs once the plugins loading in
+    /// the background since the host was built are done (see
+    /// [`Toolhost::ready`]; until then the status file lists them as
+    /// `loading`), so changes made since the host was built are picked up.
     pub async fn watch(&self, options: WatchOptions) -> Result<Watcher> {
         let mut reloader = Reloader::new(self, options.settle);
         let (wake, mut woken) = mpsc::channel::<()>(1);
@@ -110,12 +113,29 @@ impl Toolhost {
         let (errors, _) = broadcast::channel(64);
         let errors_tx = errors.clone();
         let shared = status.clone();
+        let host = self.clone();
         let task = tokio::spawn(async move {
+            // The plugins still loading in the background are the start's,
+            // not a reload's: wait for them, so that no pass compiles one a
+            // second time, then take stock of what they loaded (a failed one
+            // is in the status, not reported again as a new error).
+            let mut loads = host.load_changes();
+            loop {
+                let loading = host.pending_loads();
+                if let Some(file) = &options.status_file {
+                    write_status(file, &reloader.status(), &loading);
+                }
+                if loading.is_empty() || loads.changed().await.is_err() {
+                    break;
+                }
+            }
+            reloader = Reloader::new(&host, options.settle);
+            *shared.lock_unpoisoned() = reloader.status();
             loop {
                 let retry = reloader.reconcile().await;
                 let now = reloader.status();
                 if let Some(file) = &options.status_file {
-                    write_status(file, &now);
+                    write_status(file, &now, &host.pending_loads());
                 }
                 let before = std::mem::replace(&mut *shared.lock_unpoisoned(), now.clone());
                 for status in now.into_iter().filter(|s| s.last_error.is_some()) {
@@ -143,13 +163,13 @@ impl Toolhost {
 
 /// Writes the status file atomically (a temporary file, then a rename), so
 /// a reader never sees half of it. A failure is logged, not fatal.
-fn write_status(file: &std::path::Path, status: &[FileStatus]) {
+fn write_status(file: &std::path::Path, status: &[FileStatus], loading: &[PendingLoad]) {
     let write = || -> Result<()> {
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir)?;
         }
         let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-        let report = StatusReport { pid: std::process::id(), files: status.to_vec() };
+        let report = StatusReport { pid: std::process::id(), files: status.to_vec(), loading: loading.to_vec() };
         std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)?;
         std::fs::rename(&tmp, file)?;
         Ok(())

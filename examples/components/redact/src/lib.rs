@@ -2,7 +2,9 @@
 //! sees it: AWS access key ids (`AKIA` followed by 16 of `0-9A-Z`) become
 //! `[REDACTED]`, and the value of `password=`, `passwd=`, `secret=`,
 //! `token=` and `api_key=` (any letter case) up to the next whitespace,
-//! `&`, `;`, `,` or quote becomes `[REDACTED]`.
+//! `&`, `;`, `,` or quote becomes `[REDACTED]`. A value already masked is
+//! not masked or counted again, so a second redactor in a chain (or this
+//! one attached twice) counts nothing new.
 //!
 //! Chunks are redacted one at a time: a secret split across two chunks is
 //! not recognised. The response metadata counts the redactions

@@ -15,6 +15,9 @@ use toolhost_sdk::{Context, Decision, PermissionBehavior, PermissionRule, ToolEr
 
 pub use toolhost_policy::{DangerLists, fnmatch, normalize};
 
+mod diff;
+pub use diff::unified_diff;
+
 /// Whether `path` is absolute for a POSIX backend (`/…`), or a Windows one
 /// (`C:\…`, `C:/…`, `\\server\…`).
 pub fn is_absolute(path: &str) -> bool {
@@ -257,20 +260,6 @@ pub fn real_path(path: &str, ctx: &Context) -> RealPath<String> {
         }
         Err(_) => RealPath::Unknown,
     }
-}
-
-/// A unified diff of `old` → `new` with 3 lines of context and the given
-/// `---`/`+++` headers, in the format of Python's `difflib.unified_diff`
-/// (hunk ranges `start,len`, `start` alone for one line). A last line
-/// without a newline is followed by `\ No newline at end of file` (as GNU
-/// diff; difflib would glue the next line on). Identical texts give `""`.
-/// Very different large texts are diffed coarsely after 2 seconds.
-pub fn unified_diff(old: &str, new: &str, from: &str, to: &str) -> String {
-    let diff = similar::TextDiff::configure()
-        .algorithm(similar::Algorithm::Myers)
-        .timeout(std::time::Duration::from_secs(2))
-        .diff_lines(old, new);
-    diff.unified_diff().context_radius(3).header(from, to).to_string()
 }
 
 /// The `diff` metadata of Write for `path`: headers `--- /dev/null` (new

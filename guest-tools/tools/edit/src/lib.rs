@@ -193,13 +193,16 @@ mod tests {
             home: "/h".into(),
             tool_config: json!({}),
         };
-        for p in ["/a/b.txt", "b.txt", "/a*/[b]/c"] {
-            let input =
-                Input { file_path: p.into(), old_string: "x".into(), new_string: "y".into(), replace_all: false };
-            let rules = Edit::suggestions(&input, &ctx);
+        let input =
+            |p: &str| Input { file_path: p.into(), old_string: "x".into(), new_string: "y".into(), replace_all: false };
+        for p in ["/a/b.txt", "/a*/[b]/c"] {
+            let rules = Edit::suggestions(&input(p), &ctx);
+            assert_eq!(rules.len(), 1);
             let content = rules[0].rule_content.clone().unwrap();
-            assert!(Edit::match_rule(PermissionBehavior::Allow, &content, &input, &ctx), "{content} vs {p}");
+            assert!(Edit::match_rule(PermissionBehavior::Allow, &content, &input(p), &ctx), "{content} vs {p}");
         }
+        // A relative path gets none (the call fails; `**` would allow every file).
+        assert!(Edit::suggestions(&input("b.txt"), &ctx).is_empty());
     }
 
     #[test]

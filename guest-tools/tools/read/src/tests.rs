@@ -166,11 +166,14 @@ fn suggestions_match_their_call() {
         home: "/root".into(),
         tool_config: serde_json::json!({}),
     };
-    for p in ["/a/b/c.txt", "rel.txt", "/x[1]/y*.txt"] {
+    for p in ["/a/b/c.txt", "/x[1]/y*.txt"] {
         let input = Input { file_path: p.into(), offset: 1, limit: 2000, pages: None };
         let rules = Read::suggestions(&input, &ctx);
         assert_eq!(rules.len(), 1);
         let content = rules[0].rule_content.clone().unwrap();
         assert!(Read::match_rule(PermissionBehavior::Allow, &content, &input, &ctx), "{content} vs {p}");
     }
+    // A relative path gets none (the call fails; `**` would allow every file).
+    let relative = Input { file_path: "rel.txt".into(), offset: 1, limit: 2000, pages: None };
+    assert!(Read::suggestions(&relative, &ctx).is_empty());
 }

@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn suggestions_match_their_call() {
-        for p in ["/tmp/project/src/a.rs", "a.rs", "/[x]/a?.rs", "/top.rs"] {
+        for p in ["/tmp/project/src/a.rs", "/[x]/a?.rs", "/top.rs"] {
             let input = Input { file_path: p.into(), content: String::new() };
             let c = ctx(PermissionMode::Default);
             let rules = Write::suggestions(&input, &c);
@@ -162,6 +162,9 @@ mod tests {
             let content = rules[0].rule_content.clone().unwrap();
             assert!(Write::match_rule(PermissionBehavior::Allow, &content, &input, &c), "{content} vs {p}");
         }
+        // A relative path gets none (the call fails; `**` would allow every file).
+        let relative = Input { file_path: "a.rs".into(), content: String::new() };
+        assert!(Write::suggestions(&relative, &ctx(PermissionMode::Default)).is_empty());
         assert_eq!(
             Write::suggestions(
                 &Input { file_path: "/a/b/c.py".into(), content: String::new() },

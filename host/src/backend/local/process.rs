@@ -87,26 +87,7 @@ pub(super) fn spawn(
             cmd.pre_exec(move || child.enter());
         }
     }
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        _ if confinement.is_some()
-            && e.raw_os_error().is_some()
-            && !matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied) =>
-        {
-            BackendError::Io(format!(
-                "cannot start '{program}' in the sandbox: {e}; set [backend.local] sandbox = \"off\" to run unconfined"
-            ))
-        }
-        std::io::ErrorKind::NotFound => BackendError::NotFound(format!(
-            "program '{program}' not found: {e}; check that it is installed and on PATH, or pass its absolute path"
-        )),
-        std::io::ErrorKind::PermissionDenied => {
-            BackendError::Denied(format!("cannot execute '{program}': {e}; check that it is an executable file"))
-        }
-        std::io::ErrorKind::InvalidInput => BackendError::Invalid(format!(
-            "cannot start '{program}': {e}; arguments and environment must not contain NUL bytes"
-        )),
-        _ => BackendError::Io(format!("cannot start '{program}': {e}")),
-    })?;
+    let mut child = cmd.spawn().map_err(|e| spawn_error(&e, program, cwd, confinement.is_some()))?;
     let Some(pid) = child.id().and_then(|p| libc::pid_t::try_from(p).ok()) else {
         return Err(BackendError::Io(format!("'{program}' exited before it could be supervised")));
     };
@@ -124,6 +105,53 @@ pub(super) fn spawn(
     let cgroup = confinement.and_then(|c| c.group);
     tokio::spawn(supervise(child, group.clone(), request.timeout, readers, truncated, status_tx, cgroup));
     Ok(Box::new(LocalProcess { output: rx, status: Some(status_rx), finished: None, group }))
+}
+
+/// Why `program` could not be started in `cwd`, blamed on what failed: a
+/// working directory that cannot be entered (its mode or a parent's, or
+/// it is gone) fails the child's `chdir` with the same error a program
+/// that cannot be executed would give.
+fn spawn_error(e: &std::io::Error, program: &str, cwd: &Path, confined: bool) -> BackendError {
+    use std::io::ErrorKind;
+    if matches!(e.kind(), ErrorKind::PermissionDenied | ErrorKind::NotFound)
+        && let Some(why) = cwd_unenterable(cwd)
+    {
+        return BackendError::Denied(format!(
+            "cannot start '{program}': cannot enter its working directory {}: {why}; make it an existing folder \
+             this user may search (chmod u+x), or pass another cwd",
+            cwd.display()
+        ));
+    }
+    match e.kind() {
+        _ if confined
+            && e.raw_os_error().is_some()
+            && !matches!(e.kind(), ErrorKind::NotFound | ErrorKind::PermissionDenied) =>
+        {
+            BackendError::Io(format!(
+                "cannot start '{program}' in the sandbox: {e}; set [backend.local] sandbox = \"off\" to run unconfined"
+            ))
+        }
+        ErrorKind::NotFound => BackendError::NotFound(format!(
+            "program '{program}' not found: {e}; check that it is installed and on PATH, or pass its absolute path"
+        )),
+        ErrorKind::PermissionDenied => {
+            BackendError::Denied(format!("cannot execute '{program}': {e}; check that it is an executable file"))
+        }
+        ErrorKind::InvalidInput => BackendError::Invalid(format!(
+            "cannot start '{program}': {e}; arguments and environment must not contain NUL bytes"
+        )),
+        _ => BackendError::Io(format!("cannot start '{program}': {e}")),
+    }
+}
+
+/// Why this process could not enter `dir` (the `access(2)` check of its
+/// search permission), or `None` when it can.
+fn cwd_unenterable(dir: &Path) -> Option<std::io::Error> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `path` is a valid NUL-terminated string that outlives the call.
+    let rc = unsafe { libc::access(path.as_ptr(), libc::X_OK) };
+    (rc != 0).then(std::io::Error::last_os_error)
 }
 
 /// Forwards one pipe to the channel; beyond `cap` bytes it keeps draining the

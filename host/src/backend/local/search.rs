@@ -1,5 +1,7 @@
-//! Native walk and search: `ignore`'s parallel walker with ripgrep's
-//! defaults, and ripgrep's search engine (`grep-searcher`, `grep-regex`).
+//! Native walk and search: `ignore`'s walkers with ripgrep's defaults, and
+//! ripgrep's search engine (`grep-searcher`, `grep-regex`). A walk starts in
+//! the calling thread and goes parallel only when the tree proves large
+//! ([`run_walk`]).
 //!
 //! Callers have already checked that the start path resolves inside the
 //! scope; this module keeps the walk inside it (`real_roots`) when symlinks
@@ -12,6 +14,7 @@ use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
@@ -119,6 +122,45 @@ fn walker(
     Ok(b)
 }
 
+/// What a walk calls for each entry it finds. It answers `Continue` or
+/// `Quit` (`Skip` cannot be honoured by the in-thread walker).
+type Visitor<'s> = Box<dyn FnMut(Result<ignore::DirEntry, ignore::Error>) -> WalkState + Send + 's>;
+
+/// A walk visits at most this many entries in the calling thread before it
+/// starts over in parallel ([`run_walk`]).
+pub(super) const SEQUENTIAL_ENTRIES: usize = 2_000;
+
+/// ... or spends at most this long there.
+const SEQUENTIAL_TIME: Duration = Duration::from_millis(4);
+
+/// Runs a walk with the visitors `visitor` makes. A small tree is walked in
+/// the calling thread: `ignore`'s parallel walker starts a thread per core,
+/// and an idle worker sleeps a millisecond before it looks for work again,
+/// which costs more than a whole walk of a few folders (a Glob of five files
+/// took 1.5 ms, all of it waiting). Once the walk has visited
+/// [`SEQUENTIAL_ENTRIES`] entries or taken [`SEQUENTIAL_TIME`], the tree is
+/// large enough for threads to pay: `restart` discards what the visitor
+/// gathered and the walk runs again from the start in parallel.
+fn run_walk<'s>(builder: &WalkBuilder, visitor: impl Fn() -> Visitor<'s>, restart: impl FnOnce()) {
+    let started = Instant::now();
+    let mut visit = visitor();
+    let mut walk = builder.build();
+    let mut visited = 0usize;
+    loop {
+        let Some(entry) = walk.next() else { return };
+        visited += 1;
+        if visited > SEQUENTIAL_ENTRIES || (visited.is_multiple_of(64) && started.elapsed() > SEQUENTIAL_TIME) {
+            break;
+        }
+        if matches!(visit(entry), WalkState::Quit) {
+            return;
+        }
+    }
+    drop(visit);
+    restart();
+    builder.build_parallel().run(visitor);
+}
+
 fn threads() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(12)
 }
@@ -170,7 +212,7 @@ pub(super) fn walk(
     let seen = AtomicUsize::new(0);
     let max = opts.max_entries as usize;
     let follow = opts.follow_symlinks;
-    builder.build_parallel().run(|| {
+    let visitor = || -> Visitor<'_> {
         let found = &found;
         let seen = &seen;
         let names = &names;
@@ -211,6 +253,10 @@ pub(super) fn walk(
             found.lock_unpoisoned().push(item);
             WalkState::Continue
         })
+    };
+    run_walk(&builder, visitor, || {
+        found.lock_unpoisoned().clear();
+        seen.store(0, Ordering::Relaxed);
     });
     let mut out = found.into_inner_unpoisoned();
     out.sort_by(|a, b| a.path.cmp(&b.path));
@@ -235,7 +281,8 @@ fn name_filter(globs: &[String]) -> Result<Option<globset::GlobSet>, BackendErro
     set.build().map(Some).map_err(|e| BackendError::Invalid(format!("invalid name globs {globs:?}: {e}")))
 }
 
-/// Searches the files under `start` in parallel; results sorted by path.
+/// Searches the files under `start` (in parallel when the tree is large);
+/// results sorted by path.
 pub(super) fn search(
     start: &Path,
     req: &SearchRequest,
@@ -255,7 +302,7 @@ pub(super) fn search(
     if content {
         sb.before_context(req.before_context as usize).after_context(req.after_context as usize);
     }
-    builder.build_parallel().run(|| {
+    let visitor = || -> Visitor<'_> {
         let results = &results;
         let seen = &seen;
         let names = &names;
@@ -291,6 +338,10 @@ pub(super) fn search(
             }
             WalkState::Continue
         })
+    };
+    run_walk(&builder, visitor, || {
+        results.lock_unpoisoned().clear();
+        seen.store(0, Ordering::Relaxed);
     });
     let mut out = results.into_inner_unpoisoned();
     out.sort_by(|a, b| a.path.cmp(&b.path));

@@ -54,9 +54,9 @@ async fn file_round_trip() {
     let f = Fixture::new();
     let b = &f.backend;
     b.write_file(&f.scope, &f.p("a/b/c.txt"), b"hello").await.unwrap();
-    assert_eq!(b.read_file(&f.scope, &f.p("a/b/c.txt")).await.unwrap(), b"hello");
+    assert_eq!(b.read_file(&f.scope, &f.p("a/b/c.txt"), u64::MAX).await.unwrap(), b"hello");
     // relative paths are joined onto the cwd (the root here)
-    assert_eq!(b.read_file(&f.scope, "a/b/c.txt").await.unwrap(), b"hello");
+    assert_eq!(b.read_file(&f.scope, "a/b/c.txt", u64::MAX).await.unwrap(), b"hello");
     let st = b.stat(&f.scope, &f.p("a/b/c.txt")).await.unwrap();
     assert_eq!((st.kind, st.size), (EntryKind::File, 5));
     assert!(st.mtime_ns > 1_000_000_000_000_000_000);
@@ -70,13 +70,35 @@ async fn file_round_trip() {
     assert!(!f.root.join("a").exists());
     b.remove(&f.scope, &f.p("x/y/z")).await.unwrap();
     assert!(f.root.join("x/y").exists());
-    let err = b.read_file(&f.scope, &f.p("missing.txt")).await.unwrap_err();
+    let err = b.read_file(&f.scope, &f.p("missing.txt"), u64::MAX).await.unwrap_err();
     assert!(matches!(&err, BackendError::NotFound(m) if m.contains("missing.txt")), "{err:?}");
-    let err = b.read_file(&f.scope, &f.p("x")).await.unwrap_err();
+    let err = b.read_file(&f.scope, &f.p("x"), u64::MAX).await.unwrap_err();
     assert!(matches!(&err, BackendError::Invalid(m) if m.contains("directory")), "{err:?}");
     let err = b.remove(&f.scope, &f.p("")).await.unwrap_err();
     assert!(matches!(&err, BackendError::Invalid(m) if m.contains("root itself")), "{err:?}");
     assert!(f.root.exists());
+}
+
+/// A FIFO with no writer would hold the reading thread for ever; a file
+/// larger than the caller can take would be read whole into the host's
+/// memory. Both are refused unread; a file at the bound is read.
+#[tokio::test]
+async fn a_fifo_or_a_file_past_the_bound_is_refused_unread() {
+    let f = Fixture::new();
+    let b = &f.backend;
+    let fifo = f.root.join("fifo");
+    let path = std::ffi::CString::new(fifo.display().to_string()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let err = b.read_file(&f.scope, &f.p("fifo"), u64::MAX).await.unwrap_err();
+    assert!(matches!(&err, BackendError::Invalid(m) if m.contains("not a regular file")), "{err:?}");
+    fs::write(f.root.join("ten"), b"0123456789").unwrap();
+    let err = b.read_file(&f.scope, &f.p("ten"), 9).await.unwrap_err();
+    assert!(
+        matches!(&err, BackendError::Invalid(m) if m.contains("10 bytes, more than the 9 bytes") && m.contains("limits.max_memory_bytes")),
+        "{err:?}"
+    );
+    assert_eq!(b.read_file(&f.scope, &f.p("ten"), 10).await.unwrap(), b"0123456789");
 }
 
 #[tokio::test]
@@ -84,13 +106,13 @@ async fn dot_dot_and_absolute_paths_cannot_escape() {
     let f = Fixture::new();
     let b = &f.backend;
     let via_dotdot = format!("{}/../outside/secret.txt", f.root.display());
-    let msg = denied(b.read_file(&f.scope, &via_dotdot).await);
+    let msg = denied(b.read_file(&f.scope, &via_dotdot, u64::MAX).await);
     assert!(msg.contains("outside/secret.txt") && msg.contains("--grant"), "{msg}");
-    denied(b.read_file(&f.scope, "../outside/secret.txt").await);
+    denied(b.read_file(&f.scope, "../outside/secret.txt", u64::MAX).await);
     denied(b.write_file(&f.scope, "../outside/secret.txt", b"pwned").await);
     denied(b.write_file(&f.scope, &via_dotdot, b"pwned").await);
     let abs = f.outside.join("secret.txt").display().to_string();
-    denied(b.read_file(&f.scope, &abs).await);
+    denied(b.read_file(&f.scope, &abs, u64::MAX).await);
     denied(b.write_file(&f.scope, &abs, b"pwned").await);
     denied(b.remove(&f.scope, &abs).await);
     denied(b.stat(&f.scope, &abs).await);
@@ -105,7 +127,7 @@ async fn symlink_to_an_outside_file_is_refused() {
     symlink(f.outside.join("secret.txt"), f.root.join("abs-link")).unwrap();
     symlink("../outside/secret.txt", f.root.join("rel-link")).unwrap();
     for link in ["abs-link", "rel-link"] {
-        let msg = denied(b.read_file(&f.scope, &f.p(link)).await);
+        let msg = denied(b.read_file(&f.scope, &f.p(link), u64::MAX).await);
         assert!(msg.contains(link) && msg.contains("symbolic link"), "{msg}");
         denied(b.stat(&f.scope, &f.p(link)).await);
         let msg = denied(b.write_file(&f.scope, &f.p(link), b"pwned").await);
@@ -123,7 +145,7 @@ async fn symlinked_directory_pointing_outside_is_refused() {
     let f = Fixture::new();
     let b = &f.backend;
     symlink(&f.outside, f.root.join("out")).unwrap();
-    denied(b.read_file(&f.scope, &f.p("out/secret.txt")).await);
+    denied(b.read_file(&f.scope, &f.p("out/secret.txt"), u64::MAX).await);
     denied(b.list_dir(&f.scope, &f.p("out")).await);
     denied(b.write_file(&f.scope, &f.p("out/secret.txt"), b"pwned").await);
     denied(b.write_file(&f.scope, &f.p("out/new.txt"), b"pwned").await);
@@ -143,8 +165,8 @@ async fn symlinks_inside_the_scope_are_followed() {
     // An absolute link to a file inside the same root (cap-std alone refuses absolute links).
     symlink(f.root.join("real/file.txt"), f.root.join("abs-in")).unwrap();
     symlink("real", f.root.join("dir-in")).unwrap();
-    assert_eq!(b.read_file(&f.scope, &f.p("abs-in")).await.unwrap(), b"v1");
-    assert_eq!(b.read_file(&f.scope, &f.p("dir-in/file.txt")).await.unwrap(), b"v1");
+    assert_eq!(b.read_file(&f.scope, &f.p("abs-in"), u64::MAX).await.unwrap(), b"v1");
+    assert_eq!(b.read_file(&f.scope, &f.p("dir-in/file.txt"), u64::MAX).await.unwrap(), b"v1");
     assert_eq!(b.stat(&f.scope, &f.p("abs-in")).await.unwrap().kind, EntryKind::File);
     // Writing through a link replaces the target and keeps the link.
     b.write_file(&f.scope, &f.p("abs-in"), b"v2").await.unwrap();
@@ -208,14 +230,14 @@ async fn read_only_root_refuses_writes() {
     fs::write(f.root.join("a.txt"), b"a").unwrap();
     let ro = FsScope::new("T", vec![Root::new(f.root.clone(), false)], "grant write with --grant");
     let b = &f.backend;
-    assert_eq!(b.read_file(&ro, &f.p("a.txt")).await.unwrap(), b"a");
+    assert_eq!(b.read_file(&ro, &f.p("a.txt"), u64::MAX).await.unwrap(), b"a");
     let msg = denied(b.write_file(&ro, &f.p("a.txt"), b"b").await);
     assert!(msg.contains("write access") && msg.contains("a.txt"), "{msg}");
     denied(b.create_dir(&ro, &f.p("d")).await);
     denied(b.remove(&ro, &f.p("a.txt")).await);
     assert_eq!(fs::read(f.root.join("a.txt")).unwrap(), b"a");
     let none = FsScope::none("T", "no grant");
-    denied(b.read_file(&none, &f.p("a.txt")).await);
+    denied(b.read_file(&none, &f.p("a.txt"), u64::MAX).await);
 }
 
 // ---------------------------------------------------------------- walk
@@ -326,6 +348,34 @@ async fn walk_never_follows_symlinks_out_of_the_scope() {
     let req = SearchRequest { files: walk_opts(&f), ..req };
     let got = rel_paths(&f, b.search(&f.scope, &req).await.unwrap().into_iter().map(|m| m.path));
     assert_eq!(got, vec!["real/in.txt"]);
+}
+
+/// A tree past the in-thread budget ([`search::SEQUENTIAL_ENTRIES`]) is
+/// walked again in parallel: every file is found exactly once, and the cap
+/// on entries counts from zero again.
+#[tokio::test]
+async fn a_large_tree_is_walked_and_searched_once_per_file() {
+    let f = Fixture::new();
+    let files = search::SEQUENTIAL_ENTRIES + 500;
+    for i in 0..files {
+        let dir = f.root.join(format!("d{}", i % 37));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(format!("f{i}.txt")), format!("needle {i}\n")).unwrap();
+    }
+    let b = &f.backend;
+    let got = b.walk(&f.scope, &walk_opts(&f)).await.unwrap();
+    let paths: std::collections::BTreeSet<String> = got.iter().map(|e| e.path.clone()).collect();
+    assert_eq!((got.len(), paths.len()), (files, files), "each file once");
+    let capped = WalkOptions { max_entries: 10, ..walk_opts(&f) };
+    assert_eq!(b.walk(&f.scope, &capped).await.unwrap().len(), 10);
+
+    let found = b.search(&f.scope, &search_req(&f, "needle", SearchMode::FilesWithMatches)).await.unwrap();
+    let paths: std::collections::BTreeSet<String> = found.iter().map(|m| m.path.clone()).collect();
+    assert_eq!((found.len(), paths.len()), (files, files), "each matching file once");
+    let mut capped = search_req(&f, "needle", SearchMode::Count);
+    capped.files.max_entries = 25;
+    let found = b.search(&f.scope, &capped).await.unwrap();
+    assert_eq!((found.len(), found.iter().map(|m| m.count).sum::<u64>()), (25, 25));
 }
 
 // ---------------------------------------------------------------- search
@@ -647,7 +697,7 @@ async fn protected_paths_are_refused_whatever_the_scope() {
     let s = &f.scope;
     for path in ["toolhost.toml", "link", "hard", "state", "state/s.json", "state/new.json", "x/../toolhost.toml"] {
         let p = f.p(path);
-        assert!(denied(b.read_file(s, &p).await).contains("no tool may touch it"), "{path}");
+        assert!(denied(b.read_file(s, &p, u64::MAX).await).contains("no tool may touch it"), "{path}");
         assert!(denied(b.write_file(s, &p, b"mode = \"bypass\"").await).contains("no tool may touch it"), "{path}");
         assert!(denied(b.stat(s, &p).await).contains("no tool may touch it"), "{path}");
         assert!(denied(b.real_path(s, &p).await).contains("no tool may touch it"), "{path}");

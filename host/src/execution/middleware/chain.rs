@@ -4,9 +4,8 @@
 //! blamed on the layer responsible ([`super::failure`]).
 
 use crate::sync::MutexExt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::FutureExt as _;
 use tokio::sync::{mpsc, oneshot};
@@ -36,6 +35,18 @@ use crate::types::{self, ToolError};
 /// to the cap plus the truncation note) is not itself blamed for flooding.
 const FORWARDING_SLACK: u64 = 4096;
 
+/// Runs of inner layers one call may have in flight beyond one per layer
+/// (each `next.run` holds an instance until it ends): room for a retry
+/// started before an earlier run has quite finished, not for a middleware
+/// that starts hundreds of runs and takes the instance pool every call
+/// shares.
+const SPARE_RUNS_IN_FLIGHT: usize = 2;
+
+/// How long a call waits for the inner runs it aborted to be dropped (an
+/// aborted task is only dropped when next polled, which is prompt unless
+/// the runtime is starved).
+const ABORTED_RUNS_DROP_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// One call's chain: the layers, the tool, and what went wrong where.
 struct Chain {
     host: Arc<dyn ExecutionHost>,
@@ -53,6 +64,8 @@ struct Chain {
     failures: Mutex<Vec<(usize, LayerFailure)>>,
     /// Inner layers running as tasks.
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// How many of `tasks` have not ended yet.
+    in_flight: Arc<AtomicUsize>,
     /// How to decide (and ask about) a rewritten input, as the call's
     /// first decision was made.
     permit: Permit,
@@ -120,6 +133,7 @@ pub(crate) async fn run_chain<H: ExecutionHost + Clone>(
         phase,
         failures: Mutex::new(Vec::new()),
         tasks: Mutex::new(Vec::new()),
+        in_flight: Arc::new(AtomicUsize::new(0)),
         permit,
         allowed: Mutex::new(vec![(input, phase)]),
     });
@@ -151,6 +165,7 @@ impl Chain {
         // value's canonical text, not the middleware's: a guest's JSON parser
         // may read duplicate keys or big numbers differently from the host's.
         let input = value.to_string();
+        let slot = self.run_slot(position)?;
         let phase = self.recheck(position, value, &input).await?;
         let (tx, rx) = oneshot::channel();
         let chain = self.clone();
@@ -163,10 +178,31 @@ impl Chain {
                     Err(error)
                 }
             };
+            // The run has ended (its instances are gone) before the
+            // middleware hears of it, so it may start the next at once.
+            drop(slot);
             let _ = tx.send(outcome);
         });
         self.tasks.lock_unpoisoned().push(task);
         Ok(rx)
+    }
+
+    /// Takes one of the runs this call may have in flight (one per layer
+    /// plus [`SPARE_RUNS_IN_FLIGHT`]), for a run started by the middleware
+    /// before `position`; given back when the run ends or is stopped.
+    fn run_slot(&self, position: usize) -> Result<RunSlot, ToolError> {
+        let limit = self.layers.len() + SPARE_RUNS_IN_FLIGHT;
+        if self.in_flight.fetch_add(1, Ordering::AcqRel) >= limit {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            let middleware = self.layers.get(position.wrapping_sub(1)).map(Layer::name).unwrap_or_default();
+            return Err(ToolError::Unsupported(format!(
+                "middleware '{middleware}' started another run of the inner layers of '{}' while {limit} were \
+                 still running, the most one call may have (each holds an instance); read each run to its end \
+                 before starting the next",
+                self.tool.info.name
+            )));
+        }
+        Ok(RunSlot(self.in_flight.clone()))
     }
 
     /// Runs the permission engine again for an input the middleware at
@@ -352,34 +388,67 @@ impl Chain {
     }
 
     /// The call's result from the outermost layer's, blaming the layer
-    /// actually responsible: an outer layer that timed out while waiting
-    /// for its inner layers passes the blame inward, and a failed
-    /// middleware fails the call even if an outer one carried on.
+    /// actually responsible: a failed middleware fails the call even if an
+    /// outer one carried on; an outer layer that failed while waiting for
+    /// its inner layers passes the blame inward; and when time ran out,
+    /// the blame goes to the innermost layer that was running (not
+    /// waiting) when it did, even if an outer layer was interrupted after
+    /// it, in the moment it took to read the inner layer's failure.
+    ///
+    /// In those two cases every inner layer's own end is waited for (their
+    /// join handles, and those of the layers they started meanwhile) before
+    /// the blame is assigned, however long the machine takes to run them:
+    /// the blame never depends on which task a loaded machine happened to
+    /// schedule first. This ends because every inner layer runs under the
+    /// call's deadline (guest code is interrupted by the epoch callback,
+    /// host waits by `with_deadline`).
     async fn settle(&self, result: LayerResult) -> Result<InnerOutcome, CallFailure> {
-        let mut tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *self.tasks.lock_unpoisoned());
-        let waited = matches!(&result, Err(f) if f.waiting);
-        if waited {
-            // Inner layers share the deadline, so they end about now.
-            let all = futures::future::join_all(tasks.iter_mut());
-            let _ = tokio::time::timeout(Duration::from_secs(2), all).await;
-        }
-        for task in &tasks {
-            task.abort();
+        let join = matches!(&result, Err(f) if f.waiting || f.failure.is_timeout());
+        loop {
+            let tasks: Vec<JoinHandle<()>> = std::mem::take(&mut *self.tasks.lock_unpoisoned());
+            if tasks.is_empty() {
+                break;
+            }
+            if join {
+                futures::future::join_all(tasks).await;
+            } else {
+                tasks.iter().for_each(JoinHandle::abort);
+                // An aborted task is dropped, and its instances and
+                // processes with it, only at its next poll: the call ends
+                // after its inner layers.
+                let _ = tokio::time::timeout(ABORTED_RUNS_DROP_WITHIN, futures::future::join_all(tasks)).await;
+                break;
+            }
         }
         let failures = std::mem::take(&mut *self.failures.lock_unpoisoned());
-        match result {
+        let outer = match result {
             Ok(outcome) => {
-                match failures.into_iter().find(|(_, f)| matches!(f.failure, CallFailure::Middleware { .. })) {
+                return match failures.into_iter().find(|(_, f)| matches!(f.failure, CallFailure::Middleware { .. })) {
                     Some((_, f)) => Err(f.failure),
                     None => Ok(outcome),
-                }
+                };
             }
-            Err(f) if f.waiting => {
-                let deepest = failures.into_iter().filter(|(_, f)| !f.waiting).max_by_key(|(position, _)| *position);
-                Err(deepest.map(|(_, inner)| inner.failure).unwrap_or(f.failure))
-            }
-            Err(f) => Err(f.failure),
-        }
+            Err(outer) => outer,
+        };
+        let running = failures.into_iter().filter(|(_, inner)| !inner.waiting);
+        let deepest = if outer.waiting {
+            running.max_by_key(|(position, _)| *position)
+        } else if outer.failure.is_timeout() {
+            running.filter(|(_, inner)| inner.failure.is_timeout()).max_by_key(|(position, _)| *position)
+        } else {
+            None
+        };
+        Err(deepest.map(|(_, inner)| inner.failure).unwrap_or(outer.failure))
+    }
+}
+
+/// One run of inner layers in flight, counted in its chain until dropped
+/// (also when the run's task is aborted).
+struct RunSlot(Arc<AtomicUsize>);
+
+impl Drop for RunSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

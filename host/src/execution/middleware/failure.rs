@@ -70,6 +70,15 @@ fn fault_text(name: &str, fault: &MiddlewareFault) -> String {
 }
 
 impl CallFailure {
+    /// Whether the call's time ran out in the layer that failed.
+    pub(super) fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            CallFailure::Tool(GuestFailure::Timeout { .. })
+                | CallFailure::Middleware { fault: MiddlewareFault::Guest(GuestFailure::Timeout { .. }), .. }
+        )
+    }
+
     /// The error an outer middleware sees from `inner-call.outcome` when
     /// the inner layers failed this way.
     pub(super) fn as_tool_error(&self) -> ToolError {

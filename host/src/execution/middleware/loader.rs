@@ -9,6 +9,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
+use super::failure::{CallFailure, MiddlewareFault};
 use super::registry::MiddlewareInfo;
 use crate::capability::Grants;
 use crate::catalog::component::{ComponentKind, check_exports, check_header};
@@ -75,10 +76,12 @@ pub async fn load_middleware_component(
                 limits.timeout_ms,
                 limits.max_memory_bytes,
             );
-            return Err(LoadError::Instantiate(label.into(), format!("calling `info`: {failure}")));
+            // Blamed on the middleware, in the words its call failures use.
+            let blamed = CallFailure::Middleware { name: label.into(), fault: MiddlewareFault::Guest(failure) };
+            return Err(LoadError::MiddlewareProbe(label.into(), blamed.to_string()));
         }
         None => {
-            return Err(LoadError::Instantiate(
+            return Err(LoadError::MiddlewareProbe(
                 label.into(),
                 format!("`info` did not answer within {} ms (limits.timeout_ms, at most 10 s)", limits.timeout_ms),
             ));

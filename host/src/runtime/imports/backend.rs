@@ -43,6 +43,28 @@ async fn process_cwd(
     })
 }
 
+/// Refuses what no process can be started with, whatever the backend: a
+/// NUL byte in an argument or a variable, and a variable name that is
+/// empty or holds `=` (it would set another variable than it names).
+fn check_exec_request(request: &wit::ExecRequest) -> Result<(), ToolError> {
+    if let Some(arg) = request.argv.iter().find(|a| a.contains('\0')) {
+        let shown: String = arg.escape_debug().take(80).collect();
+        return Err(ToolError::InvalidInput(format!(
+            "the argument \"{shown}\" holds a NUL byte, which no program can receive; remove it"
+        )));
+    }
+    for (name, value) in &request.env {
+        if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
+            let shown: String = name.escape_debug().take(80).collect();
+            return Err(ToolError::InvalidInput(format!(
+                "the environment variable \"{shown}\" cannot be set: a name must be non-empty without `=` or NUL \
+                 bytes, and a value without NUL bytes"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The whole environment of a spawned process: the scrubbed base of the
 /// grants, then the variables the tool asked for.
 fn process_env(base: &[(String, String)], requested: Vec<(String, String)>) -> Vec<(String, String)> {
@@ -69,7 +91,9 @@ impl wit::Host for CallState {
 
     async fn read_file(&mut self, path: String) -> Result<Vec<u8>, HostError> {
         let path = self.absolute(&path);
-        Ok(self.backend.read_file(&self.grants.fs, &path).await?)
+        // More than the guest's memory could never reach it: refused unread.
+        let max = self.call_limits.max_memory_bytes;
+        Ok(self.backend.read_file(&self.grants.fs, &path, max).await?)
     }
 
     async fn write_file(&mut self, path: String, contents: Vec<u8>) -> Result<(), HostError> {
@@ -118,6 +142,7 @@ impl wit::Host for CallState {
 
     async fn spawn(&mut self, request: wit::ExecRequest) -> Result<Resource<ProcessHandle>, HostError> {
         self.grants.exec_allowed().map_err(ToolError::Denied)?;
+        check_exec_request(&request)?;
         let limit = self.call_limits.max_process_timeout_ms;
         if request.timeout_ms > limit {
             return Err(ToolError::InvalidInput(format!(

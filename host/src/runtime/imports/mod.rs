@@ -72,13 +72,13 @@ impl HostError {
 
 impl From<ToolError> for HostError {
     fn from(e: ToolError) -> Self {
-        Self(Fault::Tool(e))
+        Self(Fault::Tool(e.map_text(bounded_message)))
     }
 }
 
 impl From<BackendError> for HostError {
     fn from(e: BackendError) -> Self {
-        Self(Fault::Tool(e.into()))
+        ToolError::from(e).into()
     }
 }
 
@@ -86,5 +86,44 @@ impl From<BackendError> for HostError {
 impl From<ResourceTableError> for HostError {
     fn from(e: ResourceTableError) -> Self {
         Self::trap(e)
+    }
+}
+
+/// The most bytes of an error message handed to a guest. An error that
+/// quotes what the guest passed (a path, a pattern, a key of megabytes)
+/// is cut in the middle, keeping its start and its end (where the cause
+/// and the fix are said), so that a guest cannot have the host copy its
+/// own input back into its memory, or past it.
+pub const MAX_ERROR_BYTES: usize = 4096;
+
+/// `text` within [`MAX_ERROR_BYTES`]: when longer, its first half and last
+/// quarter (on character boundaries) around a note of what was cut.
+pub(crate) fn bounded_message(text: String) -> String {
+    if text.len() <= MAX_ERROR_BYTES {
+        return text;
+    }
+    let mut head = MAX_ERROR_BYTES / 2;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - MAX_ERROR_BYTES / 4;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{} …({} bytes cut)… {}", &text[..head], tail - head, &text[tail..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_ERROR_BYTES, bounded_message};
+
+    #[test]
+    fn long_error_messages_keep_their_start_and_end() {
+        assert_eq!(bounded_message("short".into()), "short");
+        let long = format!("the key 'é{}' is too big; raise limits.x", "k".repeat(1 << 20));
+        let cut = bounded_message(long.clone());
+        assert!(cut.len() < MAX_ERROR_BYTES + 64, "{}", cut.len());
+        assert!(cut.starts_with("the key 'é") && cut.ends_with("' is too big; raise limits.x"), "{cut}");
+        assert!(cut.contains(&format!("({} bytes cut)", long.len() - MAX_ERROR_BYTES / 2 - MAX_ERROR_BYTES / 4)));
     }
 }

@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use super::bounded_message;
 use crate::backend::scope::Access;
 use crate::backend::{self, BackendError};
 use crate::runtime::CallState;
@@ -37,16 +38,18 @@ impl CallState {
     }
 
     /// Reads `path` as the host, through the tool's scope: its mtime (taken
-    /// first, so a change during the read makes the entry stale) and bytes.
+    /// first, so a change during the read makes the entry stale) and bytes,
+    /// at most `max_bytes` of them.
     fn host_read(
         &self,
         path: String,
+        max_bytes: u64,
     ) -> impl std::future::Future<Output = Result<(u64, Vec<u8>), BackendError>> + Send + 'static {
         let backend = self.backend.clone();
         let grants = self.grants.clone();
         async move {
             let stat = backend.stat(&grants.fs, &path).await?;
-            let bytes = backend.read_file(&grants.fs, &path).await?;
+            let bytes = backend.read_file(&grants.fs, &path, max_bytes).await?;
             Ok((stat.mtime_ns, bytes))
         }
     }
@@ -85,7 +88,10 @@ impl Host for CallState {
         let Ok(state) = self.state_for(false) else { return Ok(()) };
         // A file that cannot be read is not cached (as AgentScope): the next
         // write then requires a fresh read.
-        match self.host_read(self.absolute(&path)).await {
+        // A file that holds `content` has at most twice its bytes (`\r\n`
+        // read as `\n`): a larger one is not read at all.
+        let max = (content.len() as u64).saturating_mul(2);
+        match self.host_read(self.absolute(&path), max).await {
             Ok((mtime, bytes)) if is_host_read(&content, &bytes) => state.cache_file(&path, mtime, content),
             Ok(_) => tracing::warn!(
                 tool = &*self.tool,
@@ -117,7 +123,7 @@ impl Host for CallState {
     }
 
     async fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<String>, String>> {
-        Ok(self.state_for(false).map(|state| state.get(&key).map(|v| v.to_string())))
+        Ok(self.state_for(false).map(|state| state.get(&key).map(|v| v.to_string())).map_err(bounded_message))
     }
 
     async fn compare_and_set(
@@ -126,31 +132,34 @@ impl Host for CallState {
         expected: Option<String>,
         value: String,
     ) -> wasmtime::Result<Result<bool, String>> {
-        let state = match self.state_for(true).and_then(|s| self.check_value_size(&key, &value).map(|()| s)) {
-            Ok(state) => state,
-            Err(e) => return Ok(Err(e)),
-        };
-        let expected = match expected.as_deref().map(serde_json::from_str::<serde_json::Value>).transpose() {
-            Ok(e) => e,
-            Err(e) => return Ok(Err(format!("the expected value for '{key}' is not JSON: {e}"))),
-        };
-        match serde_json::from_str(&value) {
-            Ok(json) => {
-                Ok(state.compare_and_set(&key, expected.as_ref(), json, self.state_bounds()).map_err(|e| e.to_string()))
-            }
-            Err(e) => Ok(Err(format!("the value for '{key}' is not JSON: {e}"))),
-        }
+        Ok(self.compare_and_set_unbounded(key, expected, value).map_err(bounded_message))
     }
 
     async fn set(&mut self, key: String, value: String) -> wasmtime::Result<Result<(), String>> {
-        let state = match self.state_for(true).and_then(|s| self.check_value_size(&key, &value).map(|()| s)) {
-            Ok(state) => state,
-            Err(e) => return Ok(Err(e)),
-        };
-        match serde_json::from_str(&value) {
-            Ok(json) => Ok(state.set(&key, json, self.state_bounds()).map_err(|e| e.to_string())),
-            Err(e) => Ok(Err(format!("the value for '{key}' is not JSON: {e}"))),
-        }
+        Ok(self.set_unbounded(key, value).map_err(bounded_message))
+    }
+}
+
+impl CallState {
+    /// `compare-and-set`, its error text not yet cut for the guest.
+    fn compare_and_set_unbounded(&self, key: String, expected: Option<String>, value: String) -> Result<bool, String> {
+        let state = self.state_for(true)?;
+        self.check_value_size(&key, &value)?;
+        let expected = expected
+            .as_deref()
+            .map(serde_json::from_str::<serde_json::Value>)
+            .transpose()
+            .map_err(|e| format!("the expected value for '{key}' is not JSON: {e}"))?;
+        let json = serde_json::from_str(&value).map_err(|e| format!("the value for '{key}' is not JSON: {e}"))?;
+        state.compare_and_set(&key, expected.as_ref(), json, self.state_bounds()).map_err(|e| e.to_string())
+    }
+
+    /// `set`, its error text not yet cut for the guest.
+    fn set_unbounded(&self, key: String, value: String) -> Result<(), String> {
+        let state = self.state_for(true)?;
+        self.check_value_size(&key, &value)?;
+        let json = serde_json::from_str(&value).map_err(|e| format!("the value for '{key}' is not JSON: {e}"))?;
+        state.set(&key, json, self.state_bounds()).map_err(|e| e.to_string())
     }
 }
 
