@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolhost::check_batch::{CheckRequest, error_json};
+use toolhost_core::check_batch::{CheckRequest, error_json};
 
 fuzz_target!(|line: &str| {
     match CheckRequest::parse(line) {

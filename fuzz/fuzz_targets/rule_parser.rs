@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolhost::permission::{Behavior, Rule, RuleSet};
+use toolhost_core::permission::{Behavior, Rule, RuleSet};
 
 fuzz_target!(|text: &str| {
     for behavior in [Behavior::Allow, Behavior::Deny, Behavior::Ask] {

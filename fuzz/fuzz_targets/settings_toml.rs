@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolhost::settings::Settings;
+use toolhost_core::settings::Settings;
 
 fuzz_target!(|text: &str| {
     let Ok(settings) = Settings::parse(text, std::path::Path::new("/fuzz")) else { return };

@@ -22,21 +22,18 @@ pub mod capability;
 pub mod capability_diff;
 pub mod catalog;
 pub mod check_batch;
-pub mod escape;
 pub mod events;
 pub mod execution;
-pub mod lockfile;
-pub mod permission;
-pub mod protected;
 pub mod response;
 pub mod runtime;
-pub mod settings;
 pub mod state;
 pub mod sync;
 mod toolhost;
 pub mod types;
-/// Calendar time in UTC (timestamps of the audit log, remembered rules).
-pub mod utc;
+
+// The pure modules live in `toolhost-core` (no wasmtime; fuzzed on their
+// own); they keep their paths here.
+pub use toolhost_core::{escape, lockfile, permission, protected, settings, utc};
 
 /// What a tool is, and loading a component (the paths of earlier
 /// versions, kept for embedders).

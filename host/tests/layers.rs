@@ -4,9 +4,16 @@
 //! not read (a doc link may point anywhere); code, `use` lines and inline
 //! paths such as `crate::backend::local::LocalBackend::new` are.
 //!
+//! The pure modules live in the crate `toolhost-core` (`core/src`),
+//! which the library depends on and re-exports. Its modules keep their
+//! layers ([`CORE_LAYERS`]): its own `crate::…` paths are checked the
+//! same way, and so is every `toolhost_core::…` path in `host/src` (a
+//! foundation module of the library may not reach the settings through the
+//! other crate either). Cargo already forbids the other direction.
+//!
 //! A new top-level module, or a new item re-exported at the crate root and
-//! named as `crate::Item`, needs a line in [`LAYERS`] or [`ROOT_ITEMS`]:
-//! the test fails until it has one.
+//! named as `crate::Item`, needs a line in [`LAYERS`], [`ROOT_ITEMS`] or
+//! [`CORE_LAYERS`]: the test fails until it has one.
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +51,27 @@ const LAYERS: &[(&str, usize)] = &[
     ("audit_replay", 6),
 ];
 
+/// Each top-level module of `core/src` (crate `toolhost-core`) and its
+/// layer. The library re-exports `escape`, `lockfile`, `permission`,
+/// `protected`, `settings` and `utc` at its root (in [`LAYERS`] with the
+/// same layer); `capability`, `audit`, `limits`, `path` and `input_schema`
+/// hold the plain data and pure checks under the library's modules of
+/// those names.
+const CORE_LAYERS: &[(&str, usize)] = &[
+    ("escape", 0),
+    ("utc", 0),
+    ("path", 0),
+    ("protected", 0),
+    ("capability", 0),
+    ("lockfile", 0),
+    ("limits", 0),
+    ("audit", 0),
+    ("input_schema", 0),
+    ("permission", 0),
+    ("settings", 2),
+    ("check_batch", 6),
+];
+
 /// Items named as `crate::Item` (re-exported at the crate root) and the
 /// layer of the module that defines them.
 const ROOT_ITEMS: &[(&str, usize)] = &[
@@ -78,6 +106,36 @@ fn layer_of_module(name: &str) -> Option<usize> {
     LAYERS.iter().chain(ROOT_ITEMS).find(|(n, _)| *n == name).map(|(_, l)| *l)
 }
 
+fn layer_of_core_module(name: &str) -> Option<usize> {
+    CORE_LAYERS.iter().find(|(n, _)| *n == name).map(|(_, l)| *l)
+}
+
+/// Which crate a file belongs to: its `crate::` paths are looked up in
+/// that crate's table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Crate {
+    /// `host/src`, package `toolhost`.
+    Host,
+    /// `core/src`, package `toolhost-core`.
+    Core,
+}
+
+impl Crate {
+    fn layer_of(self, module: &str) -> Option<usize> {
+        match self {
+            Crate::Host => layer_of_module(module),
+            Crate::Core => layer_of_core_module(module),
+        }
+    }
+
+    fn table(self) -> &'static str {
+        match self {
+            Crate::Host => "LAYERS or ROOT_ITEMS",
+            Crate::Core => "CORE_LAYERS",
+        }
+    }
+}
+
 /// One import that points up: file, line number, the path, the layers.
 #[derive(Debug, PartialEq)]
 struct Violation {
@@ -98,9 +156,9 @@ fn module_of(relative: &Path) -> Option<String> {
     Some(first.strip_suffix(".rs").unwrap_or(&first).to_string())
 }
 
-/// Every `crate::NAME` in the code (not the comments) of `text`, with its
-/// line number.
-fn crate_paths(text: &str) -> Vec<(usize, String)> {
+/// Every `PREFIX::NAME` (`crate::NAME`, `toolhost_core::NAME`) in the
+/// code (not the comments) of `text`, with its line number.
+fn paths_after(text: &str, prefix: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let code = line.trim_start();
@@ -112,10 +170,10 @@ fn crate_paths(text: &str) -> Vec<(usize, String)> {
             None => code,
         };
         let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
+        while let Some(at) = rest.find(prefix) {
             let preceded_by_ident =
                 rest[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
-            let after = &rest[at + "crate::".len()..];
+            let after = &rest[at + prefix.len()..];
             let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
             if !preceded_by_ident && !name.is_empty() {
                 found.push((number + 1, name));
@@ -126,17 +184,26 @@ fn crate_paths(text: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// The upward imports of one file of module `module`, or an error naming
-/// a path the tables do not know.
-fn check_file(file: &str, module: &str, text: &str) -> Result<Vec<Violation>, String> {
-    let from = layer_of_module(module)
-        .ok_or_else(|| format!("{file}: module `{module}` has no layer; add it to LAYERS in host/tests/layers.rs"))?;
+/// The upward imports of one file of module `module` in crate `krate`, or
+/// an error naming a path the tables do not know.
+fn check_file(krate: Crate, file: &str, module: &str, text: &str) -> Result<Vec<Violation>, String> {
+    let from = krate.layer_of(module).ok_or_else(|| {
+        format!("{file}: module `{module}` has no layer; add it to {} in host/tests/layers.rs", krate.table())
+    })?;
+    let mut named: Vec<(usize, String, Crate)> =
+        paths_after(text, "crate::").into_iter().map(|(line, path)| (line, path, krate)).collect();
+    if krate == Crate::Host {
+        let core = paths_after(text, "toolhost_core::");
+        named.extend(core.into_iter().map(|(line, path)| (line, path, Crate::Core)));
+    }
     let mut violations = Vec::new();
-    for (line, path) in crate_paths(text) {
-        let to = layer_of_module(&path).ok_or_else(|| {
-            format!("{file}:{line}: `crate::{path}` is not in LAYERS or ROOT_ITEMS of host/tests/layers.rs; add it")
+    for (line, path, target) in named {
+        let prefix = if target == krate { "crate" } else { "toolhost_core" };
+        let to = target.layer_of(&path).ok_or_else(|| {
+            format!("{file}:{line}: `{prefix}::{path}` is not in {} of host/tests/layers.rs; add it", target.table())
         })?;
         if to > from {
+            let path = if target == krate { path } else { format!("toolhost_core::{path}") };
             violations.push(Violation { file: file.to_string(), line, path, from, to });
         }
     }
@@ -154,32 +221,48 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn no_module_imports_a_layer_above_its_own() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The problems of every source file under `src` of crate `krate`, and
+/// how many files were checked.
+fn check_crate(krate: Crate, src: &Path) -> (Vec<String>, usize) {
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    rust_files(src, &mut files);
     files.sort();
     let mut problems = Vec::new();
     let mut checked = 0;
     for path in &files {
-        let relative = path.strip_prefix(&src).unwrap();
+        let relative = path.strip_prefix(src).unwrap();
         let Some(module) = module_of(relative) else { continue };
         let text = std::fs::read_to_string(path).unwrap();
-        match check_file(&relative.display().to_string(), &module, &text) {
+        match check_file(krate, &relative.display().to_string(), &module, &text) {
             Ok(violations) => {
                 checked += 1;
                 for v in violations {
                     problems.push(format!(
-                        "{}:{}: `crate::{}` is in layer {}, above the file's layer {}",
-                        v.file, v.line, v.path, LAYER_NAMES[v.to], LAYER_NAMES[v.from]
+                        "{}:{}: `{}` is in layer {}, above the file's layer {}",
+                        v.file,
+                        v.line,
+                        if v.path.starts_with("toolhost_core::") { v.path } else { format!("crate::{}", v.path) },
+                        LAYER_NAMES[v.to],
+                        LAYER_NAMES[v.from]
                     ));
                 }
             }
             Err(e) => problems.push(e),
         }
     }
+    (problems, checked)
+}
+
+#[test]
+fn no_module_imports_a_layer_above_its_own() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    let (mut problems, checked) = check_crate(Crate::Host, &src);
     assert!(checked > 40, "only {checked} source files found under {}", src.display());
+    let core_src = root.join("../core/src");
+    let (core_problems, core_checked) = check_crate(Crate::Core, &core_src);
+    assert!(core_checked > 10, "only {core_checked} source files found under {}", core_src.display());
+    problems.extend(core_problems.into_iter().map(|p| format!("core/src/{p}")));
     assert!(problems.is_empty(), "imports that point up a layer:\n{}", problems.join("\n"));
 }
 
@@ -191,12 +274,37 @@ fn the_checker_sees_upward_paths_and_skips_comments() {
                 let b = crate::backend::local::LocalBackend::new(a, b);\n\
                 fn f(h: &crate::Toolhost) {} // crate::execution in a comment\n\
                 use super::Registry as crate_registry;\n";
-    let found = check_file("catalog/x.rs", "catalog", text).unwrap();
+    let found = check_file(Crate::Host, "catalog/x.rs", "catalog", text).unwrap();
     assert_eq!(
         found,
         vec![Violation { file: "catalog/x.rs".into(), line: 4, path: "Toolhost".into(), from: 3, to: 5 }]
     );
-    assert!(check_file("x.rs", "newmodule", "").unwrap_err().contains("add it to LAYERS"));
-    assert!(check_file("catalog/x.rs", "catalog", "use crate::nowhere::X;").unwrap_err().contains("not in LAYERS"));
-    assert!(check_file("execution/x.rs", "execution", "use crate::catalog::tool::ToolInfo;").unwrap().is_empty());
+    assert!(check_file(Crate::Host, "x.rs", "newmodule", "").unwrap_err().contains("add it to LAYERS"));
+    let unknown = check_file(Crate::Host, "catalog/x.rs", "catalog", "use crate::nowhere::X;").unwrap_err();
+    assert!(unknown.contains("not in LAYERS"), "{unknown}");
+    let down = "use crate::catalog::tool::ToolInfo;";
+    assert!(check_file(Crate::Host, "execution/x.rs", "execution", down).unwrap().is_empty());
+}
+
+/// The other crate's paths are checked by their own table, in both crates.
+#[test]
+fn the_checker_sees_upward_paths_into_and_inside_the_core_crate() {
+    let text = "use toolhost_core::permission::Rule;\nlet s = toolhost_core::settings::Settings::default();\n";
+    let found = check_file(Crate::Host, "backend/x.rs", "backend", text).unwrap();
+    assert_eq!(
+        found,
+        vec![Violation {
+            file: "backend/x.rs".into(),
+            line: 2,
+            path: "toolhost_core::settings".into(),
+            from: 0,
+            to: 2
+        }]
+    );
+    assert!(check_file(Crate::Host, "toolhost.rs", "toolhost", text).unwrap().is_empty());
+    let inside = check_file(Crate::Core, "protected.rs", "protected", "use crate::settings::Settings;").unwrap();
+    assert_eq!(inside.len(), 1, "{inside:?}");
+    assert!(check_file(Crate::Core, "settings.rs", "settings", "use crate::protected::X;").unwrap().is_empty());
+    let unknown = check_file(Crate::Core, "x.rs", "nowhere", "").unwrap_err();
+    assert!(unknown.contains("CORE_LAYERS"), "{unknown}");
 }

@@ -24,50 +24,14 @@ mod backend;
 pub mod record;
 mod writer;
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-
-use serde::{Deserialize, Serialize};
 
 pub use backend::RecordingBackend;
 pub use record::{DecisionRecord, HostOp, Record};
+pub use toolhost_core::audit::AuditSettings;
 pub use writer::{AuditLog, AuditStats};
 
 use crate::sync::MutexExt;
-
-/// The `[audit]` table of `toolhost.toml`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AuditSettings {
-    /// The log file (JSON lines); no audit log when unset.
-    pub path: Option<PathBuf>,
-    /// The size at which the file is rotated (renamed `FILE.1`, the older
-    /// ones shifted up).
-    pub max_bytes: u64,
-    /// How many rotated files are kept (`FILE.1` … `FILE.N`).
-    pub keep: u32,
-    /// Records the writer thread may have waiting; past that, records are
-    /// dropped and counted.
-    pub queue: usize,
-}
-
-impl Default for AuditSettings {
-    /// No log; 64 MiB per file, 5 files kept, 4 096 records queued.
-    fn default() -> Self {
-        AuditSettings { path: None, max_bytes: 64 * 1024 * 1024, keep: 5, queue: 4096 }
-    }
-}
-
-impl AuditSettings {
-    /// The files of the log: the live one and every rotated one that may
-    /// exist (`FILE`, `FILE.1` … `FILE.keep`).
-    pub fn files(&self) -> Vec<PathBuf> {
-        let Some(path) = &self.path else { return Vec::new() };
-        let mut files = vec![path.clone()];
-        files.extend((1..=self.keep).map(|n| writer::rotated(path, n)));
-        files
-    }
-}
 
 /// What one call's record gathers while the call runs. Filled by the
 /// pipeline and the [`RecordingBackend`]; read once the call ends.

@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, Result};
+use toolhost_core::audit::rotated;
 
 use super::AuditSettings;
 use super::record::{Dropped, Record, rfc3339};
@@ -73,6 +74,7 @@ impl AuditLog {
     /// filesystem does not hold up start-up either; its folder must exist.
     pub fn open(settings: &AuditSettings) -> Result<AuditLog> {
         let path = settings.path.clone().context("the audit log needs a path ([audit] path or --audit FILE)")?;
+        settings.validate().map_err(anyhow::Error::msg)?;
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         if !dir.is_dir() {
             anyhow::bail!(
@@ -157,13 +159,6 @@ fn lower_priority() {
         let tid = libc::gettid();
         libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
     }
-}
-
-/// `FILE.n`.
-pub(super) fn rotated(path: &Path, n: u32) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{n}"));
-    PathBuf::from(name)
 }
 
 /// The writer thread's side.

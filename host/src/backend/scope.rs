@@ -1,7 +1,9 @@
 //! The filesystem scope granted to one tool: the only roots its paths may
 //! resolve under. Built by the capability module, enforced by backends.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+pub use toolhost_core::path::normalize_lexically;
 
 use super::BackendError;
 
@@ -157,22 +159,6 @@ impl FsScope {
             self.tool,
         ))
     }
-}
-
-/// Resolves `.` and `..` without touching the filesystem; `..` never climbs
-/// above the root.
-pub fn normalize_lexically(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use serde::Serialize;
+pub use toolhost_core::input_schema::compile_input_schema;
 
 use crate::capability::Declared;
 use crate::types::ToolMetadata;
@@ -251,26 +252,6 @@ fn check_metadata_size(m: &ToolMetadata) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Parses and compiles the input schema of tool `name` (text a guest
-/// gave): JSON, `"type": "object"`, `properties` an object, valid JSON
-/// Schema. Returns the schema and its validator, or what is wrong.
-pub fn compile_input_schema(name: &str, text: &str) -> Result<(serde_json::Value, jsonschema::Validator), String> {
-    let schema: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("the input schema of '{name}' is not JSON: {e}"))?;
-    if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
-        return Err(format!("the input schema of '{name}' must have \"type\": \"object\""));
-    }
-    if schema.get("properties").is_some_and(|p| !p.is_object()) {
-        return Err(format!("the input schema of '{name}' has \"properties\" that is not an object"));
-    }
-    jsonschema::meta::validate(&schema).map_err(|e| {
-        format!("the input schema of '{name}' is not valid JSON Schema: {e} (at {})", e.instance_path())
-    })?;
-    let validator = jsonschema::validator_for(&schema)
-        .map_err(|e| format!("the input schema of '{name}' is not valid JSON Schema: {e}"))?;
-    Ok((schema, validator))
 }
 
 /// Checks a tool's metadata (size, name, schema) and builds its

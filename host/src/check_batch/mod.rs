@@ -25,7 +25,8 @@
 //! module is where its decisions meet threads and streams.
 
 pub mod engine;
-pub mod wire;
+/// The wire format (in `toolhost-core`, kept at this path).
+pub use toolhost_core::check_batch as wire;
 
 pub use engine::{BatchChecker, BatchError};
 pub use wire::{CheckRequest, CheckRequestError, RulesJson, decision_json, error_json};

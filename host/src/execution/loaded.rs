@@ -9,6 +9,8 @@ use crate::capability::PhaseGrants;
 use crate::catalog::registry::Registered;
 use crate::catalog::tool::ToolInfo;
 
+pub use toolhost_core::input_schema::input_errors;
+
 /// A tool ready to be instantiated for calls.
 pub struct LoadedTool {
     /// Its metadata.
@@ -46,24 +48,4 @@ impl Registered for LoadedTool {
 /// (as a JSON pointer) and the rule it breaks.
 pub fn validate_input(tool: &LoadedTool, input: &serde_json::Value) -> Result<(), String> {
     input_errors(&tool.validator, &tool.info.name, input)
-}
-
-/// Validates `input` against `validator`, the input schema of tool `name`
-/// ([`crate::catalog::tool::compile_input_schema`]): at most three errors,
-/// each naming the field (as a JSON pointer) and the rule it breaks.
-pub fn input_errors(validator: &jsonschema::Validator, name: &str, input: &serde_json::Value) -> Result<(), String> {
-    let errors: Vec<String> = validator
-        .iter_errors(input)
-        .take(3)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            let at = if at.is_empty() { "the input".to_string() } else { format!("`{at}`") };
-            format!("{at}: {e}")
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("Input validation failed for tool '{name}': {}", errors.join("; ")))
-    }
 }

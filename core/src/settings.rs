@@ -33,12 +33,12 @@
 //! dangerous_files = [".env", ".bashrc"]
 //!
 //! [backend]                           # where file and process operations run
-//! kind = "local"                      # see crate::backend::factory
-//! [backend.local]                     # the local sandbox (crate::backend::local::sandbox)
+//! kind = "local"                      # see toolhost::backend::factory
+//! [backend.local]                     # the local sandbox (toolhost::backend::local::sandbox)
 //! sandbox = "auto"                    # "on" | "auto" | "off"
 //! network = false
 //!
-//! [middleware]                        # tool middleware (see crate::middleware)
+//! [middleware]                        # tool middleware (see toolhost::middleware)
 //! files = ["mw/retry.wasm"]
 //! [middleware.attach]                 # tool (or "*") -> names, outermost first
 //! "*" = ["retry"]
@@ -66,10 +66,10 @@ use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::capability::Policy;
+use crate::limits::Limits;
 use crate::lockfile::LOCK_FILE;
 use crate::permission::settings::PermissionSettings;
 use crate::protected::{ProtectedKind, ProtectedPaths};
-use crate::runtime::Limits;
 
 /// The default settings file name, looked up in the current directory.
 pub const SETTINGS_FILE: &str = "toolhost.toml";
@@ -78,16 +78,21 @@ pub const SETTINGS_FILE: &str = "toolhost.toml";
 /// relative to the current directory.
 pub const OLD_SESSIONS_DIR: &str = ".toolhost/sessions";
 
+/// The backend kind when `[backend]` names none: this machine (the kind
+/// `toolhost::backend::factory::LOCAL` registers; a host built on default
+/// settings fails to start if the two ever differ).
+pub const DEFAULT_BACKEND: &str = "local";
+
 /// `[backend]`: which backend runs file and process operations.
 ///
 /// ```toml
 /// [backend]
-/// kind = "local"      # the kinds registered in crate::backend::BackendFactories
+/// kind = "local"      # the kinds registered in toolhost::backend::BackendFactories
 /// ```
 ///
 /// Every other key of the table is an option of that kind, handed to its
 /// factory (the `local` kind takes one, the `[backend.local]` table of its
-/// sandbox, `crate::backend::local::sandbox::SandboxSettings`). The short form `backend = "local"`
+/// sandbox, `toolhost::backend::local::sandbox::SandboxSettings`). The short form `backend = "local"`
 /// names the kind alone.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BackendSettings {
@@ -100,7 +105,7 @@ pub struct BackendSettings {
 
 impl Default for BackendSettings {
     fn default() -> Self {
-        Self { kind: crate::backend::factory::LOCAL.to_string(), options: toml::Table::new() }
+        Self { kind: DEFAULT_BACKEND.to_string(), options: toml::Table::new() }
     }
 }
 
@@ -427,6 +432,7 @@ impl Settings {
     /// against `base` (the file's directory).
     pub fn parse(text: &str, base: &Path) -> Result<Self> {
         let mut settings: Settings = toml::from_str(text)?;
+        settings.audit.validate().map_err(anyhow::Error::msg)?;
         settings.resolve_relative(base);
         Ok(settings)
     }
@@ -692,6 +698,15 @@ mod tests {
         assert_eq!((with_options.kind.as_str(), with_options.options["image"].as_str()), ("docker", Some("debian")));
         let err = parse("[backend]\nkind = 3\n").unwrap_err().to_string();
         assert!(err.contains("kind must be a string"), "{err}");
+    }
+
+    /// The reproducer of [`crate::audit`]'s bound, through the file: such a
+    /// file is refused by name instead of exhausting memory.
+    #[test]
+    fn an_audit_keep_past_its_bound_is_refused_before_anything_uses_it() {
+        let err =
+            Settings::parse("[audit]\npath = \"/l/audit.jsonl\"\nkeep = 4000000000\n", Path::new("/w")).unwrap_err();
+        assert!(format!("{err:#}").contains("[audit] keep = 4000000000"), "{err:#}");
     }
 
     #[test]

@@ -16,16 +16,17 @@
 //! * the local backend refuses every file operation on a protected path or
 //!   below a protected folder, symlinks resolved and hard links to a
 //!   protected file recognised, and leaves them out of walks and searches
-//!   (see [`crate::backend::local`]).
+//!   (see `toolhost::backend::local`).
 //!
 //! The lock file (`toolhost.lock`, [`crate::lockfile`]) pins which plugin
 //! bytes a locked host accepts and what each may declare: it is protected
 //! like the settings file, where it is configured and beside every working
 //! directory's settings file.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use crate::backend::scope::normalize_lexically;
+use crate::path::normalize_lexically;
 
 /// What a protected path is to toolhost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,23 +185,40 @@ impl ProtectedPaths {
     ///
     /// A string can name an entry only by spelling the entry's last
     /// component (or that of its real form), since `..` only climbs and a
-    /// word is joined to `cwd` or `home` — unless `cwd` or `home` already
-    /// lies inside a protected folder, or the text holds a backslash or a
+    /// word is joined to `cwd` or `home` — once `$HOME` and `${HOME}` are
+    /// expanded as the command scan expands them, and unless `cwd` or
+    /// `home` (taken against `cwd` when relative, as the scan takes it) is
+    /// an entry or lies below one, or the text holds a backslash or a
     /// single quote; those cases answer `true`.
     pub fn may_be_named_in(&self, input_text: &str, cwd: &str, home: &str) -> bool {
         if self.is_empty() {
             return false;
         }
+        // `home` put in place of `$HOME` can complete a name the text only
+        // starts (`${HOME}host.toml` with home `/w/tool`) or bring a whole
+        // one as a word of its own (a home that holds a blank).
+        let text = expand_home(input_text, home);
         // A backslash (a JSON escape, or one the command scan drops) or a
         // quote (which the command scan removes) can join the pieces of a
         // name that the text does not spell in one piece.
-        if input_text.contains(['\\', '\'']) || [cwd, home].iter().any(|d| self.covering(Path::new(d)).is_some()) {
+        // From a `cwd` or `home` at or below an entry, `..` climbs to it
+        // without a name: below a file entry too, which no file system
+        // allows but a path's text does.
+        let home = Path::new(cwd).join(home);
+        if text.contains(['\\', '\'']) || [Path::new(cwd), &home].into_iter().any(|d| self.at_or_above(d)) {
             return true;
         }
         self.entries
             .iter()
             .flat_map(|e| std::iter::once(&e.path).chain(e.real.as_ref()))
-            .any(|p| p.file_name().and_then(|n| n.to_str()).is_none_or(|name| input_text.contains(name)))
+            .any(|p| p.file_name().and_then(|n| n.to_str()).is_none_or(|name| text.contains(name)))
+    }
+
+    /// Whether some entry is `path` (absolute; normalised here) or one of
+    /// its ancestors, whatever the entry's kind.
+    fn at_or_above(&self, path: &Path) -> bool {
+        let path = normalize_lexically(path);
+        self.entries.iter().any(|e| path.starts_with(&e.path) || e.real.as_deref().is_some_and(|r| path.starts_with(r)))
     }
 
     /// The refusal text when `input` (a tool call's input object) names a
@@ -273,16 +291,26 @@ fn visit_strings(value: &serde_json::Value, key: Option<&str>, f: &mut impl FnMu
 /// joins `'tool'host.toml` into one word), split at blanks, shell
 /// operators, `=`, `:` and `,`.
 fn command_words(command: &str, home: &str) -> Vec<String> {
-    let text = command.replace("${HOME}", home).replace("$HOME", home).replace(['\\', '\'', '"'], "");
+    let text = expand_home(command, home).replace(['\\', '\'', '"'], "");
     text.split(|c: char| c.is_whitespace() || ";&|<>()`=:,{}".contains(c))
         .filter(|w| !w.is_empty())
         .map(str::to_string)
         .collect()
 }
 
+/// `text` with `${HOME}` and `$HOME` replaced by `home`, as the command
+/// scan reads a command (and as the cheap test must read any input).
+fn expand_home<'a>(text: &'a str, home: &str) -> Cow<'a, str> {
+    if text.contains("$HOME") || text.contains("${HOME}") {
+        Cow::Owned(text.replace("${HOME}", home).replace("$HOME", home))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
 /// The real form of `path`: the longest existing prefix with its symlinks
 /// resolved, the rest appended.
-pub(crate) fn real_form(path: &Path) -> Option<PathBuf> {
+pub fn real_form(path: &Path) -> Option<PathBuf> {
     let mut existing = path.to_path_buf();
     let mut rest: Vec<std::ffi::OsString> = Vec::new();
     loop {
@@ -379,6 +407,49 @@ mod tests {
         }
         assert!(!p.may_be_named_in(&json!({"command": "git status"}).to_string(), "/w", "/home/u"));
         assert!(!p.may_be_named_in(&json!({"file_path": "/w/a.py"}).to_string(), "/w", "/home/u"));
+    }
+
+    /// Found by the `protected_input` fuzz target: the command scan
+    /// expands `$HOME` before it splits words, so a home holding a blank
+    /// brought a whole protected path into the command that the input's
+    /// text never spelled, and the cheap test let the call skip the denial.
+    /// Joining works too: `${HOME}host.toml` with home `/w/tool`.
+    #[test]
+    fn the_cheap_test_reads_home_as_the_command_scan_expands_it() {
+        let mut p = paths();
+        p.add(ProtectedKind::LockFile, Path::new("/w/toolhost.lock"));
+        let fuzzed_home = "/w/toolhost.lock \0\0\0\0-|e/u";
+        let fuzzed = json!({"command": "rm||||||||||||||||||||||||s||| -|f ${HOME}/.localost"});
+        let joined = json!({"command": "cat ${HOME}host.toml"});
+        for (input, home) in
+            [(&fuzzed, fuzzed_home), (&joined, "/w/tool"), (&json!({"command": "cat $HOME"}), fuzzed_home)]
+        {
+            let found = p.named_in_input(input, "/w", home);
+            assert!(found.is_some(), "{input} with home {home:?}");
+            assert!(p.may_be_named_in(&input.to_string(), "/w", home), "{input} with home {home:?}: {found:?}");
+        }
+        assert!(!p.may_be_named_in(&json!({"command": "cat $HOME/notes"}).to_string(), "/w", "/home/u"));
+    }
+
+    /// Found while writing the `protected_input` fuzz target (which then
+    /// failed on it): a `cwd` below a protected *file* (`/w/toolhost.toml/x`,
+    /// a path's text if not a folder on disk) or a relative `home` taken
+    /// against `cwd` reaches the file with `..` alone, and the cheap test
+    /// looked only for `cwd` and `home` inside protected folders.
+    #[test]
+    fn the_cheap_test_sees_cwd_and_home_below_any_entry() {
+        let p = paths();
+        for (cwd, home, input) in [
+            ("/w/toolhost.toml/x", "/home/u", json!({"path": ".."})),
+            ("/w/toolhost.toml/x", "/home/u", json!({"command": "cat .."})),
+            ("/w", "toolhost.toml/x", json!({"path": "~/.."})),
+            ("/w", "/w/toolhost.toml/x", json!({"file_path": "~/.."})),
+        ] {
+            let found = p.named_in_input(&input, cwd, home);
+            assert!(found.is_some(), "{input} in {cwd} with home {home}");
+            assert!(p.may_be_named_in(&input.to_string(), cwd, home), "{input} in {cwd} with home {home}: {found:?}");
+        }
+        assert!(!p.may_be_named_in(&json!({"path": ".."}).to_string(), "/w/src", "/home/u"));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `toolhost.lock`: the plugins a user pinned, each by name, file and the
 //! SHA-256 of its bytes, with the capabilities it declared when it was
-//! locked (what its grants were given for; see [`crate::capability_diff`]).
+//! locked (what its grants were given for; see `toolhost::capability_diff`).
 //!
 //! ```toml
 //! # written by `toolhost lock`

@@ -22,8 +22,9 @@
 //!
 //! Submodule [`settings`]: the `[permissions]` table of `toolhost.toml`,
 //! and [`settings::remember_rule`] for "allow and remember". The JSON-lines
-//! protocol of `toolhost check --batch` and its work queue are
-//! [`crate::check_batch`], outside this pure engine.
+//! protocol of `toolhost check --batch` is [`crate::check_batch`], and its
+//! work queue is the host's (`toolhost::check_batch`), outside this pure
+//! engine.
 //!
 //! `docs/permissions.md` is the user-facing description, including where
 //! toolhost deliberately differs from AgentScope.

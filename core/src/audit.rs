@@ -1,0 +1,96 @@
+//! The `[audit]` table of `toolhost.toml` and the names of the log's files
+//! (the log itself is the host's, `toolhost::audit`).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The `[audit]` table of `toolhost.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditSettings {
+    /// The log file (JSON lines); no audit log when unset.
+    pub path: Option<PathBuf>,
+    /// The size at which the file is rotated (renamed `FILE.1`, the older
+    /// ones shifted up).
+    pub max_bytes: u64,
+    /// How many rotated files are kept (`FILE.1` … `FILE.N`).
+    pub keep: u32,
+    /// Records the writer thread may have waiting; past that, records are
+    /// dropped and counted.
+    pub queue: usize,
+}
+
+impl Default for AuditSettings {
+    /// No log; 64 MiB per file, 5 files kept, 4 096 records queued.
+    fn default() -> Self {
+        AuditSettings { path: None, max_bytes: 64 * 1024 * 1024, keep: 5, queue: 4096 }
+    }
+}
+
+/// The most rotated files `[audit] keep` may ask for: every one is a
+/// protected path, and rotating renames each.
+pub const MAX_KEEP: u32 = 1000;
+
+/// The most records `[audit] queue` may hold: the queue's slots are
+/// allocated when the log opens.
+pub const MAX_QUEUE: usize = 1 << 16;
+
+impl AuditSettings {
+    /// Checks the bounds of `keep` and `queue`; the error names the key,
+    /// the value and the limit.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.keep > MAX_KEEP {
+            return Err(format!(
+                "[audit] keep = {} is more than {MAX_KEEP} rotated files; keep fewer (a larger max_bytes holds more per file)",
+                self.keep
+            ));
+        }
+        if self.queue > MAX_QUEUE {
+            return Err(format!(
+                "[audit] queue = {} is more than {MAX_QUEUE} records; a queue that large is allocated when the log opens, so give {MAX_QUEUE} or less",
+                self.queue
+            ));
+        }
+        Ok(())
+    }
+
+    /// The files of the log: the live one and every rotated one that may
+    /// exist (`FILE`, `FILE.1` … `FILE.keep`).
+    pub fn files(&self) -> Vec<PathBuf> {
+        let Some(path) = &self.path else { return Vec::new() };
+        let mut files = vec![path.clone()];
+        files.extend((1..=self.keep).map(|n| rotated(path, n)));
+        files
+    }
+}
+
+/// `FILE.n`: the `n`th rotated file of the log at `path`.
+pub fn rotated(path: &Path, n: u32) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{n}"));
+    PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found while checking what the `settings_toml` fuzz target reaches
+    /// (1.1 M executions had not hit it): `files()` lists every rotated
+    /// file, so `keep = 4000000000` asked for 4 billion paths and aborted on
+    /// memory when the settings' protected paths were computed; a huge
+    /// `queue` did the same when the log opened.
+    #[test]
+    fn keep_and_queue_are_bounded() {
+        let huge_keep =
+            AuditSettings { path: Some("/l/audit.jsonl".into()), keep: 4_000_000_000, ..Default::default() };
+        let err = huge_keep.validate().unwrap_err();
+        assert!(err.contains("[audit] keep = 4000000000") && err.contains("1000"), "{err}");
+        let huge_queue = AuditSettings { queue: 1 << 40, ..Default::default() };
+        assert!(huge_queue.validate().unwrap_err().contains("[audit] queue"));
+        let most = AuditSettings { path: Some("/l/a".into()), keep: MAX_KEEP, queue: MAX_QUEUE, ..Default::default() };
+        assert!(most.validate().is_ok());
+        assert_eq!(most.files().len(), MAX_KEEP as usize + 1);
+    }
+}
