@@ -264,10 +264,12 @@ fn path_pieces(text: &str) -> Vec<&str> {
         return Vec::new();
     }
     let mut out = vec![text];
-    if let Some(rest) = text.strip_prefix('-').filter(|r| !r.starts_with('-'))
-        && rest.len() > 1
-    {
-        out.push(&rest[1..]);
+    if let Some(rest) = text.strip_prefix('-').filter(|r| !r.starts_with('-')) {
+        // The option letter may be any character (`-Ӛx` is model input too).
+        let mut glued = rest.chars();
+        if glued.next().is_some() && !glued.as_str().is_empty() {
+            out.push(glued.as_str());
+        }
     }
     if let Some((_, v)) = text.split_once('=') {
         out.push(v);

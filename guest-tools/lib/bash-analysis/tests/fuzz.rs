@@ -247,3 +247,23 @@ fn long_input_is_bounded() {
     let nested = "$(".repeat(40) + &")".repeat(40);
     let _ = check_permissions(&format!("echo {nested}"), &ctx(Mode::Default), &DangerLists::default());
 }
+
+/// Found by the `bash_analysis` fuzz target (fuzz/corpus/bash_analysis/
+/// multibyte_option): a short option whose letter is not ASCII panicked
+/// slicing its glued value inside the character, trapping the Bash tool.
+#[test]
+fn an_option_letter_of_several_bytes_is_no_panic() {
+    for command in ["[\0run-} -\u{4da}&-", "tee -\u{4da}", "cp -\u{4da}x /etc/passwd ."] {
+        for mode in [Mode::Default, Mode::AcceptEdits, Mode::DontAsk] {
+            let _ = check_permissions(command, &ctx(mode), &DangerLists::default());
+        }
+        let _ = check_read_only(command);
+        let _ = suggestions(command);
+    }
+    // The glued value is still a path: a write to a dangerous file is not
+    // auto-allowed, whatever the option letter.
+    for command in ["tee -\u{4da}/home/user/.bashrc", "tee -a/home/user/.bashrc"] {
+        let v = check_permissions(command, &ctx(Mode::AcceptEdits), &DangerLists::default());
+        assert_ne!(v.behavior, Behavior::Allow, "{command}: {v:?}");
+    }
+}
