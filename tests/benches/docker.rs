@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use toolhost::permission::Mode;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 use toolhost_e2e::Scratch;
+use toolhost_e2e::env_number;
 
 fn p50(samples: &mut [Duration]) -> f64 {
     samples.sort();
@@ -56,7 +57,7 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 fn main() {
-    let iterations: usize = std::env::var("ITERATIONS").ok().and_then(|n| n.parse().ok()).unwrap_or(100);
+    let iterations: usize = env_number("ITERATIONS", 100);
     let image = std::env::var("TOOLHOST_DOCKER_IMAGE").unwrap_or_else(|_| "toolhost-busybox".into());
     let scratch = Scratch::new();
     let work = scratch.work();

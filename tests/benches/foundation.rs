@@ -17,7 +17,7 @@ use serde_json::json;
 use toolhost::runtime::{Runtime, RuntimeOptions};
 use toolhost::tool::{Origin, load_component};
 use toolhost::{CallRequest, PermissionAnswer};
-use toolhost_e2e::{Scratch, guest, percentile};
+use toolhost_e2e::{Scratch, env_number, guest, percentile};
 
 fn report(name: &str, samples: &mut [Duration]) -> (Duration, Duration) {
     let p50 = percentile(samples, 0.50);
@@ -31,13 +31,9 @@ fn report(name: &str, samples: &mut [Duration]) -> (Duration, Duration) {
     (p50, p99)
 }
 
-fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio");
-    runtime.block_on(async_main());
-}
-
-async fn async_main() {
-    let iterations: usize = std::env::var("ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(5_000);
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let iterations: usize = env_number("ITERATIONS", 5_000);
     let scratch = Scratch::new();
     let mut settings = scratch.settings();
     settings.builtins = false;

@@ -17,20 +17,16 @@ use serde_json::json;
 use toolhost::runtime::{Runtime, RuntimeOptions};
 use toolhost::tool::{Origin, load_component};
 use toolhost::{CallRequest, PermissionAnswer};
-use toolhost_e2e::{Scratch, example, fixtures::fixture, percentile};
+use toolhost_e2e::{Scratch, env_number, example, fixtures::fixture, percentile};
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio");
-    runtime.block_on(async_main());
-}
-
-async fn async_main() {
-    let iterations: usize = std::env::var("ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
-    let cold_runs: usize = std::env::var("COLD_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let iterations: usize = env_number("ITERATIONS", 300);
+    let cold_runs: usize = env_number("COLD_RUNS", 1);
     let scratch = Scratch::new();
     let file = scratch.work().join("words.txt");
     std::fs::write(&file, "one two three\nfour five\n").expect("writing the input file");

@@ -21,15 +21,10 @@ use std::time::{Duration, Instant};
 use toolhost::runtime::{Runtime, RuntimeOptions, Tier};
 use toolhost::settings::Settings;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
-use toolhost_e2e::{Scratch, fixtures::fixture, guest};
+use toolhost_e2e::{Scratch, env_number, fixtures::fixture, guest};
 
 fn secs(d: Duration) -> String {
     format!("{:.2} s", d.as_secs_f64())
-}
-
-fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio");
-    runtime.block_on(async_main());
 }
 
 /// Settings with `plugins`, no built-ins unless `builtins`, and `cache`.
@@ -76,8 +71,9 @@ async fn call_p50(host: &Toolhost, tool: &str, input: &str) -> Duration {
     toolhost_e2e::percentile(&mut samples, 0.5)
 }
 
-async fn async_main() {
-    let runs: usize = std::env::var("RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let runs: usize = env_number("RUNS", 1);
     let scratch = Scratch::new();
     let fresh = || tempfile::tempdir().expect("tempdir");
 

@@ -24,6 +24,7 @@ use toolhost::response::{ResultState, ToolResponse};
 use toolhost::state::AgentState;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 use toolhost_e2e::Scratch;
+use toolhost_e2e::env_number;
 
 const LINES: usize = 60_000;
 
@@ -167,7 +168,7 @@ fn agentscope(python: &str, scenarios: &Path, runs: usize, name: &str, cap: Dura
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    let runs: usize = std::env::var("RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let runs: usize = env_number("RUNS", 3);
     let scratch = Scratch::new();
     let settings = scratch.settings();
     let limit_ms = settings.limits.timeout_ms;
@@ -195,7 +196,7 @@ async fn main() {
     toolhost_once(&host, &scenarios[4], &file).await;
 
     let python = std::env::var("AGENTSCOPE_PYTHON").ok();
-    let cap = Duration::from_secs(std::env::var("PEER_CAP_S").ok().and_then(|c| c.parse().ok()).unwrap_or(300));
+    let cap = Duration::from_secs(env_number("PEER_CAP_S", 300) as u64);
     println!("{LINES}-line file, {runs} runs, medians (ms)");
     println!("| change | toolhost | diff -u | AgentScope 2.0.11 |");
     println!("|---|---|---|---|");

@@ -12,21 +12,14 @@
 
 use std::sync::Arc;
 
+use toolhost_e2e::env_number;
 use toolhost_e2e::load::{Fixture, HttpTarget, drive};
 use toolhost_e2e::mcp::HttpServer;
 
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio");
-    runtime.block_on(async_main());
-}
-
-async fn async_main() {
-    let calls = env("CALLS", 100_000);
-    let in_flight = env("IN_FLIGHT", 1_000);
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let calls = env_number("CALLS", 100_000);
+    let in_flight = env_number("IN_FLIGHT", 1_000);
     let targets = std::env::var("TARGETS").unwrap_or_else(|_| "library,serve".into());
     let mut failed = false;
     if targets.contains("library") {

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolhost::state::AgentState;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
-use toolhost_e2e::{Scratch, guest, percentile};
+use toolhost_e2e::{Scratch, env_number, guest, percentile};
 
 const ROUNDS: usize = 10;
 
@@ -43,13 +43,9 @@ async fn call(host: &Toolhost, state: &Arc<AgentState>, case: &Case) -> String {
     response.text()
 }
 
-fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio");
-    runtime.block_on(async_main());
-}
-
-async fn async_main() {
-    let iterations: usize = std::env::var("ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(5_000);
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let iterations: usize = env_number("ITERATIONS", 5_000);
     let scratch = Scratch::new();
     let work = scratch.work();
     let lines: String = (1..=20).map(|i| format!("line {i} of a small file\n")).collect();

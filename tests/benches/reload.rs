@@ -23,12 +23,7 @@ use toolhost::lockfile::sha256_hex;
 use toolhost::reload::{WatchOptions, Watcher};
 use toolhost::response::ResultState;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
-use toolhost_e2e::{Scratch, guest};
-
-fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio");
-    runtime.block_on(async_main());
-}
+use toolhost_e2e::{Scratch, env_number, guest};
 
 /// `bytes` with a custom section named `toolhost-bench` holding `tag`
 /// appended: the same component, other bytes (a new hash, a cache miss).
@@ -104,7 +99,8 @@ fn rss_kib() -> u64 {
     statm.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4
 }
 
-async fn async_main() {
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
     let bench = Bench::new().await;
     let v1 = std::fs::read(guest("swap-v1")).unwrap();
     let v1b = tagged(&v1, 0);
@@ -151,7 +147,7 @@ async fn async_main() {
     );
 
     // 3. Memory and cost over many reloads (cache hits).
-    let total: usize = std::env::var("RELOADS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000);
+    let total: usize = env_number("RELOADS", 1_000);
     let mut costs = Vec::with_capacity(total);
     let mut marks = Vec::new();
     for i in 1..=total {

@@ -16,7 +16,7 @@ use toolhost::backend::local::sandbox::{Sandbox, SandboxMode, SandboxSettings};
 use toolhost::backend::{Backend, ExecRequest};
 use toolhost::permission::Mode;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
-use toolhost_e2e::{Scratch, percentile};
+use toolhost_e2e::{Scratch, env_number, percentile};
 
 fn report(name: &str, samples: &mut [Duration]) -> Duration {
     let p50 = percentile(samples, 0.50);
@@ -72,13 +72,9 @@ async fn spawn_true(backend: &LocalBackend, roots: &[std::path::PathBuf]) -> Dur
     took
 }
 
-fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio");
-    runtime.block_on(async_main());
-}
-
-async fn async_main() {
-    let iterations: usize = std::env::var("ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let iterations: usize = env_number("ITERATIONS", 300);
     let scratch = Scratch::new();
     let mut plain = scratch.settings();
     plain.set_local_sandbox("off");

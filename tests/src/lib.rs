@@ -20,6 +20,12 @@ pub fn percentile(samples: &mut [std::time::Duration], p: f64) -> std::time::Dur
     samples[((samples.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// The number in the environment variable `name` (a bench's `ITERATIONS`,
+/// `CALLS`, …), or `default` when it is unset or not a number.
+pub fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 /// The `rg` flags AgentScope's Grep builds (spec §6.6) before its mode
 /// flags and the search path: the peer the Grep tool is compared with, in
 /// the conformance tests and the file-tools bench.
