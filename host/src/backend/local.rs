@@ -273,13 +273,11 @@ impl LocalBackend {
         out
     }
 
-    /// Checks that a walk/search start path resolves inside the scope and
-    /// returns the path to walk from (the lexical path, or its real path when
-    /// the start itself is a symlink).
-    /// The directory to walk for `root`, and, when `root` is a symlink, the
-    /// (real, given) prefixes to map results back under the path the caller
-    /// gave.
-    fn walk_start(&self, scope: &FsScope, root: &str) -> Result<(PathBuf, Option<(PathBuf, PathBuf)>), BackendError> {
+    /// Checks that a walk or search start path resolves inside the scope,
+    /// and returns where to walk from ([`WalkStart`]): toolhost's own files
+    /// are seen from the real path found here, as
+    /// [`LocalBackend::protected_seen_from`] would.
+    fn walk_start(&self, scope: &FsScope, root: &str) -> Result<WalkStart, BackendError> {
         let abs = self.absolute(root);
         // cap-std resolution: refuses escapes, reports a missing start.
         self.run(scope, &abs, Access::Read, true, "walk", |d, r| d.metadata(r))?;
@@ -291,7 +289,9 @@ impl LocalBackend {
             return Err(escape_denied(scope, &abs, Some(&real), Access::Read));
         }
         let is_link = std::fs::symlink_metadata(&lexical).map(|m| m.is_symlink()).unwrap_or(false);
-        Ok(if is_link { (real.clone(), Some((real, lexical))) } else { (lexical, None) })
+        let protected = self.protected.seen_through(&lexical, &real);
+        let (dir, alias) = if is_link { (real.clone(), Some((real, lexical))) } else { (lexical, None) };
+        Ok(WalkStart { dir, alias, protected })
     }
 }
 
@@ -450,9 +450,8 @@ impl Backend for LocalBackend {
     }
 
     async fn walk(&self, scope: &FsScope, options: &WalkOptions) -> Result<Vec<DirEntry>, BackendError> {
-        let (start, alias) = self.walk_start(scope, &options.root)?;
+        let WalkStart { dir: start, alias, protected } = self.walk_start(scope, &options.root)?;
         let roots = Self::real_roots(scope);
-        let protected = self.protected_seen_from(&options.root);
         let options = options.clone();
         let mut entries = tokio::task::spawn_blocking(move || search::walk(&start, &options, &roots, &protected))
             .await
@@ -466,9 +465,8 @@ impl Backend for LocalBackend {
     async fn search(&self, scope: &FsScope, request: &SearchRequest) -> Result<Vec<SearchFile>, BackendError> {
         // Validate the pattern before touching the filesystem.
         let matcher = search::build_matcher(request)?;
-        let (start, alias) = self.walk_start(scope, &request.files.root)?;
+        let WalkStart { dir: start, alias, protected } = self.walk_start(scope, &request.files.root)?;
         let roots = Self::real_roots(scope);
-        let protected = self.protected_seen_from(&request.files.root);
         let request = request.clone();
         let mut files =
             tokio::task::spawn_blocking(move || search::search(&start, &request, &roots, &protected, matcher))
@@ -492,6 +490,18 @@ impl Backend for LocalBackend {
         };
         process::spawn(&cwd, request, cap, confinement)
     }
+}
+
+/// Where a walk or search starts ([`LocalBackend::walk_start`]).
+struct WalkStart {
+    /// The directory to walk: the path as given, or its real path when it
+    /// is a symlink.
+    dir: PathBuf,
+    /// For a symlinked start, (real, given): results are shown under the
+    /// path the caller gave.
+    alias: Option<(PathBuf, PathBuf)>,
+    /// toolhost's own files as seen from the start.
+    protected: ProtectedPaths,
 }
 
 fn absolutize(p: PathBuf) -> PathBuf {

@@ -8,12 +8,13 @@
 //! are followed, and leaves toolhost's own files (`protected`) out.
 
 use crate::sync::MutexExt;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -161,8 +162,11 @@ fn run_walk<'s>(builder: &WalkBuilder, visitor: impl Fn() -> Visitor<'s>, restar
     builder.build_parallel().run(visitor);
 }
 
+/// The parallel walker's thread count, found once: `available_parallelism`
+/// reads the process's cgroup files (a dozen system calls) every time.
 fn threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(12)
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(12))
 }
 
 /// Whether the real path of `p` is under one of `roots` and not one of
@@ -263,12 +267,22 @@ pub(super) fn walk(
     Ok(out)
 }
 
-/// The `match_names` filter, or `None` when every name is wanted.
-fn name_filter(globs: &[String]) -> Result<Option<globset::GlobSet>, BackendError> {
+/// How many compiled `match_names` filters are kept ([`name_filter`]).
+const NAME_FILTERS_KEPT: usize = 64;
+
+/// The `match_names` filter, or `None` when every name is wanted. Compiled
+/// sets are kept by their globs (at most [`NAME_FILTERS_KEPT`], all dropped
+/// when full): an agent globs the same patterns again and again, and
+/// compiling one (a regex per extension group) was a sixth of a small Glob.
+fn name_filter(globs: &[String]) -> Result<Option<Arc<globset::GlobSet>>, BackendError> {
+    static KEPT: LazyLock<Mutex<HashMap<Vec<String>, Arc<globset::GlobSet>>>> = LazyLock::new(Default::default);
     if globs.is_empty() {
         return Ok(None);
     }
-    let mut set = globset::GlobSetBuilder::new();
+    if let Some(set) = KEPT.lock_unpoisoned().get(globs) {
+        return Ok(Some(set.clone()));
+    }
+    let mut builder = globset::GlobSetBuilder::new();
     for g in globs {
         let glob =
             globset::GlobBuilder::new(g).literal_separator(true).backslash_escape(true).build().map_err(|e| {
@@ -276,9 +290,16 @@ fn name_filter(globs: &[String]) -> Result<Option<globset::GlobSet>, BackendErro
                     "invalid name glob {g:?}: {e}; name globs match file names (`*.rs`, `Cargo.{{toml,lock}}`)"
                 ))
             })?;
-        set.add(glob);
+        builder.add(glob);
     }
-    set.build().map(Some).map_err(|e| BackendError::Invalid(format!("invalid name globs {globs:?}: {e}")))
+    let set =
+        Arc::new(builder.build().map_err(|e| BackendError::Invalid(format!("invalid name globs {globs:?}: {e}")))?);
+    let mut kept = KEPT.lock_unpoisoned();
+    if kept.len() >= NAME_FILTERS_KEPT {
+        kept.clear();
+    }
+    kept.insert(globs.to_vec(), set.clone());
+    Ok(Some(set))
 }
 
 /// Searches the files under `start` (in parallel when the tree is large);
@@ -431,5 +452,32 @@ impl Sink for Collect {
     fn context_break(&mut self, _: &Searcher) -> Result<bool, io::Error> {
         self.gap = true;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn globs(list: &[&str]) -> Vec<String> {
+        list.iter().map(|g| g.to_string()).collect()
+    }
+
+    #[test]
+    fn a_kept_name_filter_is_the_one_its_globs_compile_to() {
+        let rust = name_filter(&globs(&["*.rs"])).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&rust, &name_filter(&globs(&["*.rs"])).unwrap().unwrap()), "compiled once");
+        let toml = name_filter(&globs(&["*.toml"])).unwrap().unwrap();
+        assert!(rust.is_match("a.rs") && !rust.is_match("a.toml"));
+        assert!(toml.is_match("a.toml") && !toml.is_match("a.rs"));
+        // Past the bound the kept sets are dropped, never mixed up.
+        for i in 0..NAME_FILTERS_KEPT * 2 {
+            let set = name_filter(&globs(&[&format!("*.x{i}")])).unwrap().unwrap();
+            assert!(set.is_match(format!("f.x{i}")) && !set.is_match("a.rs"));
+        }
+        let again = name_filter(&globs(&["*.rs"])).unwrap().unwrap();
+        assert!(again.is_match("a.rs") && !again.is_match("a.toml"));
+        assert!(name_filter(&[]).unwrap().is_none());
+        assert!(matches!(name_filter(&globs(&["a[b"])), Err(BackendError::Invalid(_))));
     }
 }
