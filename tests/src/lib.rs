@@ -94,8 +94,12 @@ pub fn toolhost_bin() -> &'static Path {
             &["test", "--quiet", "--workspace", "--no-run", "--test", "cli_binary"]
         };
         let cargo = option_env!("CARGO").unwrap_or("cargo");
+        // Into the caller's own target folder, wherever CARGO_TARGET_DIR
+        // put it (else a bench built elsewhere builds the host once more).
+        let target_dir = dir.parent().expect("target/ above <profile>");
         let status = Command::new(cargo)
             .current_dir(root())
+            .env("CARGO_TARGET_DIR", target_dir)
             .args(build)
             .status()
             .expect("running cargo to build the toolhost binary");
