@@ -762,7 +762,6 @@ impl Toolhost {
     }
 }
 
-/// A registry entry for an embedded built-in, loaded on first use.
 /// The lazy registry entry of `builtin`: its first use loads it and, when
 /// that gave baseline code, queues its optimisation on `host`.
 fn builtin_entry(builtin: &'static Builtin, host: Weak<Inner>) -> Entry<LoadedTool> {
