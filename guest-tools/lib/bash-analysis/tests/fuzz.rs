@@ -267,3 +267,28 @@ fn an_option_letter_of_several_bytes_is_no_panic() {
         assert_ne!(v.behavior, Behavior::Allow, "{command}: {v:?}");
     }
 }
+
+/// Found by the `bash_analysis` fuzz target in a 240 s run (fuzz/corpus/
+/// bash_analysis/unclosed_parens): a run of unclosed `(` made the parser
+/// backtrack exponentially (23 took seconds, 40 would take days), burning
+/// the Bash tool's whole deadline on one model input. Now a parse failure,
+/// answered at once with an ask.
+#[test]
+fn a_run_of_unclosed_parentheses_is_answered_at_once() {
+    let started = std::time::Instant::now();
+    for n in [13, 23, 40, 1000] {
+        let command = format!(" {}", "(".repeat(n));
+        let v = check_permissions(&command, &ctx(Mode::Default), &DangerLists::default());
+        assert_eq!(v.behavior, Behavior::Ask, "{n} unclosed: {v:?}");
+        assert!(v.message.contains("parsing failed"), "{n} unclosed: {v:?}");
+        let _ = check_read_only(&command);
+        let _ = suggestions(&command);
+        let _ = match_rules(RuleKind::Allow, &[format!("{command}:*")], "ls");
+    }
+    // Balanced, or only a few left open, is still parsed.
+    let nested = format!("{}ls{}", "(".repeat(20), ")".repeat(20));
+    assert!(
+        !check_permissions(&nested, &ctx(Mode::Default), &DangerLists::default()).message.contains("parsing failed")
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "took {:?}", started.elapsed());
+}
