@@ -429,7 +429,7 @@ async fn every_import_refuses_hostile_arguments_and_touches_nothing_outside() {
         assert_refused(walk, &format!("{op} glob-invalid"), "InvalidInput");
         assert_refused(walk, &format!("{op} match-names-invalid"), "InvalidInput");
         assert_refused(walk, &format!("{op} file-type-huge"), "InvalidInput");
-        for case in ["globs-10000", "glob-outside", "follow-link-out", "glob-huge"] {
+        for case in ["globs-10000", "match-names-10000", "glob-outside", "follow-link-out", "glob-huge"] {
             let got = outcome(walk, &format!("{op} {case}"));
             assert!(got.starts_with("err") || got.ends_with(" 0 outside\""), "{op} {case}: {got}");
         }

@@ -13,7 +13,7 @@ use super::loaded::LoadedTool;
 use crate::catalog::builtin::{Builtin, BuiltinMetadata};
 use crate::catalog::component::{ComponentKind, check_exports, check_header};
 use crate::catalog::tool::{LoadError, Origin, validate_metadata};
-use crate::runtime::bindings::ToolPre;
+use crate::runtime::bindings::{ToolPre, WitVersion};
 use crate::runtime::store::CallSetup;
 use crate::runtime::{CacheOutcome, Runtime, Tier};
 use wasmtime::component::Component;
@@ -95,14 +95,9 @@ pub async fn load_compiled(
     sha256: String,
 ) -> Result<LoadReport, LoadError> {
     let (component, cache, tier) = compiled;
-    let wit_version = check_exports(&component, label, ComponentKind::Tool)?;
     let imports: Vec<String> =
         component.component_type().imports(component.engine()).map(|(name, _)| name.to_string()).collect();
-    let pre = runtime
-        .tool_linker_for(&component)
-        .instantiate_pre(&component)
-        .map_err(|e| LoadError::UnknownImport(label.into(), format!("{e:#}")))?;
-    let pre = ToolPre::new(wit_version, pre).map_err(|e| LoadError::WrongWorld(label.into(), format!("{e:#}")))?;
+    let (pre, wit_version) = linked(runtime, &component, label)?;
     let metadata = ToolInstance::probe(runtime, &pre, label)
         .await
         .map_err(|e| LoadError::Instantiate(label.into(), format!("{e:#}")))?;
@@ -125,13 +120,20 @@ pub(crate) fn recompiled(runtime: &Runtime, component: &Component, old: &LoadedT
         Origin::File(path) => path.display().to_string(),
         _ => old.info.name.clone(),
     };
-    let wit_version = check_exports(component, &label, ComponentKind::Tool)?;
+    let (pre, _) = linked(runtime, component, &label)?;
+    Ok(old.with_kind(Arc::new(ComponentTool { pre, tier: Tier::Optimised })))
+}
+
+/// `component` checked as a tool of a WIT version this host serves, and
+/// linked against the host's imports for that version.
+fn linked(runtime: &Runtime, component: &Component, label: &str) -> Result<(ToolPre, WitVersion), LoadError> {
+    let wit_version = check_exports(component, label, ComponentKind::Tool)?;
     let pre = runtime
         .tool_linker_for(component)
         .instantiate_pre(component)
-        .map_err(|e| LoadError::UnknownImport(label.clone(), format!("{e:#}")))?;
-    let pre = ToolPre::new(wit_version, pre).map_err(|e| LoadError::WrongWorld(label, format!("{e:#}")))?;
-    Ok(old.with_kind(Arc::new(ComponentTool { pre, tier: Tier::Optimised })))
+        .map_err(|e| LoadError::UnknownImport(label.into(), format!("{e:#}")))?;
+    let pre = ToolPre::new(wit_version, pre).map_err(|e| LoadError::WrongWorld(label.into(), format!("{e:#}")))?;
+    Ok((pre, wit_version))
 }
 
 /// Loads a built-in: compiles it (through the cache; a first use on an

@@ -44,7 +44,6 @@ use wasmtime::component::Component;
 
 use super::{Inner, Toolhost};
 use crate::catalog::builtin::Builtin;
-use crate::catalog::registry::Entry;
 use crate::catalog::tool::{LoadError, Origin};
 use crate::execution::component::{load_compiled, recompiled};
 use crate::runtime::{CacheOutcome, Tier};
@@ -108,11 +107,9 @@ struct Job {
 enum Work {
     /// Load the plugin and register its tool.
     Load,
-    /// Compile the optimised code of the plugin registered as this name on
-    /// baseline code, and swap it in.
-    Optimise(String),
-    /// The same for a built-in.
-    OptimiseBuiltin(&'static Builtin),
+    /// Compile the optimised code of the tool registered as `name` from
+    /// `origin` (these bytes), which serves on baseline code, and swap it in.
+    Optimise { name: String, origin: Origin },
 }
 
 #[derive(Default)]
@@ -158,15 +155,17 @@ impl Loads {
                         bytes: job.bytes.len() as u64,
                         compiling: false,
                     });
-                    let at = state.queue.iter().position(|j| matches!(j.work, Work::Optimise(_)));
+                    let at = state.queue.iter().position(|j| matches!(j.work, Work::Optimise { .. }));
                     let at = at.unwrap_or(state.queue.len());
                     state.queue.insert(at, job);
                 }
-                Work::Optimise(_) => {
-                    state.baseline.push((job.file.clone(), job.sha256.clone()));
+                Work::Optimise { origin, .. } => {
+                    // Plugins only: another process can optimise a file.
+                    if matches!(origin, Origin::File(_)) {
+                        state.baseline.push((job.file.clone(), job.sha256.clone()));
+                    }
                     state.queue.push_back(job);
                 }
-                Work::OptimiseBuiltin(_) => state.queue.push_back(job),
             }
             !std::mem::replace(&mut state.working, true)
         };
@@ -205,8 +204,7 @@ impl Loads {
                         state.failed.push(FailedLoad { file: job.file.clone(), sha256: job.sha256.clone(), error });
                     }
                 }
-                Work::Optimise(_) => state.baseline.retain(|(file, sha256)| !this(file, sha256)),
-                Work::OptimiseBuiltin(_) => {}
+                Work::Optimise { .. } => state.baseline.retain(|(file, sha256)| !this(file, sha256)),
             }
         }
         self.changed();
@@ -226,7 +224,8 @@ impl Toolhost {
     /// the baseline code of these bytes; `false` without a tokio runtime.
     pub(super) fn queue_optimise(&self, name: &str, file: PathBuf, sha256: String, bytes: Arc<[u8]>) -> bool {
         let label = file.display().to_string();
-        self.queue(Job { file, label, sha256, bytes, work: Work::Optimise(name.to_string()) })
+        let work = Work::Optimise { name: name.to_string(), origin: Origin::File(file.clone()) };
+        self.queue(Job { file, label, sha256, bytes, work })
     }
 
     /// Queues the optimised compile of `builtin`, which serves on baseline
@@ -241,7 +240,7 @@ impl Toolhost {
             label: format!("built-in tool {}", builtin.name),
             sha256: builtin.sha256.to_string(),
             bytes: Arc::from(builtin.bytes),
-            work: Work::OptimiseBuiltin(builtin),
+            work: Work::Optimise { name: builtin.name.to_string(), origin: Origin::Builtin },
         };
         self.queue(job)
     }
@@ -355,37 +354,27 @@ impl Toolhost {
         Ok(())
     }
 
-    /// Compiles the optimised code of a plugin serving on baseline code
-    /// (into the cache) and swaps it in under the metadata it was loaded
-    /// with (no guest code runs), unless the name now holds another version
-    /// (a reload replaced it meanwhile).
-    async fn optimise_queued(&self, job: &Job, name: &str) -> Result<(), LoadError> {
-        let origin = Origin::File(job.file.clone());
-        let serving = match self.inner.tools.entry(name) {
-            Some(Entry::Loaded(tool)) if tool.info.sha256 == job.sha256 && tool.info.origin == origin => tool,
-            _ => return Ok(()),
+    /// Compiles the optimised code of the tool `name` serving on baseline
+    /// code (into the cache) and swaps it in under the metadata it was
+    /// loaded with (no guest code runs), unless the name now holds another
+    /// tool (a reload replaced it meanwhile). A built-in's job is queued by
+    /// its first use's load, before the registry holds what that load made:
+    /// what serves is checked again once compiled.
+    async fn optimise_queued(&self, job: &Job, name: &str, origin: &Origin) -> Result<(), LoadError> {
+        // None: nothing loaded under the name (yet); Some(None): another
+        // tool; Some(Some(tool)): this one.
+        let serving = || {
+            let tool = self.inner.tools.entry(name)?.loaded()?;
+            Some((tool.info.sha256 == job.sha256 && tool.info.origin == *origin).then_some(tool))
         };
+        if let Some(None) = serving() {
+            return Ok(());
+        }
         let (component, ..) = self.compile_off_thread(job.bytes.clone(), &job.label, Tier::Optimised).await?;
+        let Some(Some(serving)) = serving() else { return Ok(()) };
         let optimised = recompiled(self.runtime(), &component, &serving)?;
         if self.inner.tools.upgrade(name, Arc::new(optimised), |now| std::ptr::eq(now, &*serving)) {
             tracing::info!("{name} ({}) now runs optimised code", job.label);
-        }
-        Ok(())
-    }
-
-    /// Compiles the optimised code of a built-in serving on baseline code
-    /// (into the cache) and swaps it in under the metadata it was loaded
-    /// with. The compile comes first: the job is queued by the first use's
-    /// load, before the registry holds what that load made.
-    async fn optimise_builtin_queued(&self, job: &Job, builtin: &'static Builtin) -> Result<(), LoadError> {
-        let (component, ..) = self.compile_off_thread(job.bytes.clone(), &job.label, Tier::Optimised).await?;
-        let serving = match self.inner.tools.entry(builtin.name).and_then(|entry| entry.loaded()) {
-            Some(tool) if tool.info.origin == Origin::Builtin && tool.info.sha256 == builtin.sha256 => tool,
-            _ => return Ok(()),
-        };
-        let optimised = recompiled(self.runtime(), &component, &serving)?;
-        if self.inner.tools.upgrade(builtin.name, Arc::new(optimised), |now| std::ptr::eq(now, &*serving)) {
-            tracing::info!("{} now runs optimised code", job.label);
         }
         Ok(())
     }
@@ -400,12 +389,34 @@ async fn work(host: Weak<Inner>) {
         let Some(job) = host.inner.loads.start_next() else { return };
         let outcome = match &job.work {
             Work::Load => host.load_queued(&job).await,
-            Work::Optimise(name) => host.optimise_queued(&job, name).await,
-            Work::OptimiseBuiltin(builtin) => host.optimise_builtin_queued(&job, builtin).await,
+            Work::Optimise { name, origin } => host.optimise_queued(&job, name, origin).await,
         };
         if let Err(e) = &outcome {
             tracing::warn!("loading {} in the background failed: {e}", job.label);
         }
         host.inner.loads.finish(&job, outcome.err().map(|e| e.to_string()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(work: Work) -> Job {
+        Job { file: PathBuf::from("/p.wasm"), label: "p".into(), sha256: "s".into(), bytes: Arc::from(&b""[..]), work }
+    }
+
+    #[test]
+    fn a_load_goes_before_every_optimisation_a_builtins_included() {
+        let loads = Loads::default();
+        assert!(loads.push(job(Work::Optimise { name: "Read".into(), origin: Origin::Builtin })), "starts a worker");
+        let plugin = Work::Optimise { name: "p".into(), origin: Origin::File("/p.wasm".into()) };
+        assert!(!loads.push(job(plugin)), "one worker");
+        assert!(!loads.push(job(Work::Load)));
+        // Only a plugin file is one another process could optimise.
+        assert_eq!(loads.state.lock_unpoisoned().baseline.len(), 1);
+        let order: Vec<bool> =
+            std::iter::from_fn(|| loads.start_next()).map(|j| matches!(j.work, Work::Load)).collect();
+        assert_eq!(order, [true, false, false]);
     }
 }

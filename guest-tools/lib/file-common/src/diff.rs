@@ -285,6 +285,15 @@ fn ops_from_pairs(pairs: impl Iterator<Item = (usize, usize)>, n: usize, m: usiz
     ops
 }
 
+/// Where the furthest path on diagonal `k` starts after `d` edits, from
+/// the furthest reaches `v` (indexed `k + offset`) of the `d - 1` paths: a
+/// step down from diagonal `k + 1`, or right from `k - 1`, whichever got
+/// further (Myers 1986, section 2). The same for both directions.
+fn furthest_start(v: &[usize], offset: isize, k: isize, d: isize) -> isize {
+    let at = |k: isize| v[(k + offset) as usize];
+    if k == -d || (k != d && at(k - 1) < at(k + 1)) { at(k + 1) as isize } else { at(k - 1) as isize + 1 }
+}
+
 /// Linear-space Myers (divide at the middle snake) within a budget: once
 /// it is spent, each range still to divide is left unmatched.
 struct Myers {
@@ -349,12 +358,8 @@ impl Myers {
         let d_max = (n + m + 1) / 2 + 1;
         for d in 0..d_max {
             for k in (-d..=d).rev().step_by(2) {
+                let mut x = furthest_start(&self.forward, off, k, d);
                 let vf = &mut self.forward;
-                let mut x = if k == -d || (k != d && vf[idx(k - 1)] < vf[idx(k + 1)]) {
-                    vf[idx(k + 1)] as isize
-                } else {
-                    vf[idx(k - 1)] as isize + 1
-                };
                 let mut y = x - k;
                 let (x0, y0) = (x, y);
                 while x < n && y < m && a[ar.start + x as usize] == b[br.start + y as usize] {
@@ -370,12 +375,8 @@ impl Myers {
                 }
             }
             for k in (-d..=d).rev().step_by(2) {
+                let mut x = furthest_start(&self.backward, off, k, d);
                 let vb = &mut self.backward;
-                let mut x = if k == -d || (k != d && vb[idx(k - 1)] < vb[idx(k + 1)]) {
-                    vb[idx(k + 1)] as isize
-                } else {
-                    vb[idx(k - 1)] as isize + 1
-                };
                 let mut y = x - k;
                 let x0 = x;
                 while x < n && y < m && a[ar.start + (n - x - 1) as usize] == b[br.start + (m - y - 1) as usize] {

@@ -270,6 +270,11 @@ pub(super) fn walk(
 /// How many compiled `match_names` filters are kept ([`name_filter`]).
 const NAME_FILTERS_KEPT: usize = 64;
 
+/// The most text (all globs together) a kept filter may have: a guest
+/// chooses `match_names`, and what is kept outlives its call. A larger set
+/// is compiled for its walk and dropped with it.
+const NAME_FILTER_KEPT_BYTES: usize = 4096;
+
 /// The `match_names` filter, or `None` when every name is wanted. Compiled
 /// sets are kept by their globs (at most [`NAME_FILTERS_KEPT`], all dropped
 /// when full): an agent globs the same patterns again and again, and
@@ -294,6 +299,9 @@ fn name_filter(globs: &[String]) -> Result<Option<Arc<globset::GlobSet>>, Backen
     }
     let set =
         Arc::new(builder.build().map_err(|e| BackendError::Invalid(format!("invalid name globs {globs:?}: {e}")))?);
+    if globs.iter().map(String::len).sum::<usize>() > NAME_FILTER_KEPT_BYTES {
+        return Ok(Some(set));
+    }
     let mut kept = KEPT.lock_unpoisoned();
     if kept.len() >= NAME_FILTERS_KEPT {
         kept.clear();
@@ -477,6 +485,11 @@ mod tests {
         }
         let again = name_filter(&globs(&["*.rs"])).unwrap().unwrap();
         assert!(again.is_match("a.rs") && !again.is_match("a.toml"));
+        // A guest's large set is compiled for its walk, never kept.
+        let many: Vec<String> = (0..2_000).map(|i| format!("*.y{i}")).collect();
+        let big = name_filter(&many).unwrap().unwrap();
+        assert!(big.is_match("f.y1999") && !big.is_match("a.rs"));
+        assert!(!Arc::ptr_eq(&big, &name_filter(&many).unwrap().unwrap()), "a large set is not kept");
         assert!(name_filter(&[]).unwrap().is_none());
         assert!(matches!(name_filter(&globs(&["a[b"])), Err(BackendError::Invalid(_))));
     }

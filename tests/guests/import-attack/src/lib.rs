@@ -199,6 +199,9 @@ fn walks(input: &Input, r: &mut Map<String, Value>) {
     o.match_names = vec!["{".into()];
     cases.push(("match-names-invalid", o));
     let mut o = walk_options(dir);
+    o.match_names = (0..10_000).map(|i| format!("*.x{i}-{}", input.tag)).collect();
+    cases.push(("match-names-10000", o));
+    let mut o = walk_options(dir);
     o.max_entries = u32::MAX;
     o.follow_symlinks = true;
     cases.push(("follow-link-out", o));
