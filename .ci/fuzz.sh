@@ -7,6 +7,12 @@
 #   FUZZ_SECONDS=600 FUZZ_TARGETS="rule_parser" .ci/fuzz.sh
 #   FUZZ_BUILD_ONLY=1 .ci/fuzz.sh                 # build the targets, run nothing
 #   FUZZ_QUICK=1 .ci/fuzz.sh                      # the cheaper build .ci/run uses
+#   FUZZ_SEED=1 FUZZ_RUNS=200000 .ci/fuzz.sh      # the same inputs on every run
+#
+# FUZZ_SEED with FUZZ_RUNS makes a run reproducible: the same mutations of
+# the same corpus, however fast the machine, so a commit that passes CI
+# passes it again and a failure is the commit's, not the dice's. CI uses
+# that; the long searches for new bugs use time and a random seed.
 #
 # The targets are built with plain `cargo +nightly build` and the flags
 # cargo-fuzz 0.13 passes by default (AddressSanitizer, SanitizerCoverage
@@ -68,6 +74,14 @@ echo "fuzz build: $(( $(date +%s) - start )) s"
 bin="$target_dir/$triple/release"
 targets="${FUZZ_TARGETS:-$(ls fuzz/fuzz_targets | sed -n 's/\.rs$//p')}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_odr_violation=0"
+if [ -n "${FUZZ_RUNS:-}" ]; then
+    budget=(-runs="$FUZZ_RUNS")
+    spent="$FUZZ_RUNS runs"
+else
+    budget=(-max_total_time="$seconds")
+    spent="$seconds s"
+fi
+[ -n "${FUZZ_SEED:-}" ] && budget+=(-seed="$FUZZ_SEED")
 passed=0
 failed=0
 for target in $targets; do
@@ -75,11 +89,11 @@ for target in $targets; do
     # so the committed seeds stay as they are.
     mkdir -p "fuzz/corpus-run/$target" "fuzz/artifacts/$target"
     log="fuzz/corpus-run/$target.log"
-    if "$bin/$target" -artifact_prefix="fuzz/artifacts/$target/" -max_total_time="$seconds" \
+    if "$bin/$target" -artifact_prefix="fuzz/artifacts/$target/" "${budget[@]}" \
         -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         "fuzz/corpus-run/$target" "fuzz/corpus/$target" 2> "$log"; then
         runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-        echo "fuzz $target: ok, ${runs:-?} executions in ${seconds} s"
+        echo "fuzz $target: ok, ${runs:-?} executions (${spent}${FUZZ_SEED:+, seed $FUZZ_SEED})"
         passed=$((passed + 1))
     else
         tail -40 "$log"

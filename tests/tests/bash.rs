@@ -278,6 +278,36 @@ async fn powershell_always_asks_and_says_when_it_is_missing() {
     );
 }
 
+/// Found by fuzzing the Bash analysis: text its shell parser panics on (a
+/// file descriptor or a directory-stack tilde too large for its integer)
+/// or loops on (a here-document tagged with a form feed and a blank) or
+/// backtracks exponentially on (a run of unclosed `(`). The built-in
+/// component has no unwinding, so a panic there trapped the decision; each
+/// must be the tool's own answer, an ask because the command could not be
+/// parsed, in every mode, and the next call is decided as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_the_shell_parser_chokes_on_is_an_ask_not_a_trap() {
+    let scratch = Scratch::new();
+    let host = scratch.host(scratch.settings()).await;
+    let unclosed = format!("ls {}", "(".repeat(40));
+    let commands = ["echo 8888888888>x", "cd ~+99999999999999999999", "sh -c '8888''888888>x'", "cat <<\u{c} ", &unclosed];
+    for command in commands {
+        for mode in [Mode::Default, Mode::AcceptEdits, Mode::DontAsk] {
+            let ctx = host.permission_context("Bash", mode);
+            let input = json!({ "command": command });
+            let d = host.check("Bash", &input, &ctx, &RuleSet::default()).await.unwrap();
+            let tool = d.tool_check.clone().unwrap_or_else(|| panic!("{command} in {mode:?}: no tool verdict: {d:?}"));
+            assert_eq!(tool.behavior, Behavior::Ask, "{command} in {mode:?}: {d:?}");
+            assert!(tool.message.contains("parsing failed"), "{command} in {mode:?}: {d:?}");
+            assert_ne!(d.behavior, Behavior::Allow, "{command} in {mode:?}: {d:?}");
+        }
+    }
+    let ctx = host.permission_context("Bash", Mode::Default);
+    let d = host.check("Bash", &json!({"command": "ls"}), &ctx, &RuleSet::default()).await.unwrap();
+    assert_eq!(d.behavior, Behavior::Allow, "{d:?}");
+    assert!(!scratch.work().join("x").exists());
+}
+
 /// `toolhost check Bash` with `Bash` allowed outright: the decision JSON.
 fn cli_check_allowed(scratch: &Scratch, command: &str, mode: &str) -> Value {
     let input = json!({ "command": command }).to_string();

@@ -68,29 +68,83 @@ pub(crate) fn analyse(command: &str) -> Rc<Analysis> {
     a
 }
 
-/// Most `(` a command may leave unclosed and still be given to the parser:
-/// brush-parser backtracks exponentially on a run of unclosed parentheses
-/// at the start of a command (16 took 0.05 s, 19 took 0.3 s and 23 took
-/// 4 s, each one more doubling it; found by the `bash_analysis` fuzz
-/// target), and no command an agent means leaves this many open. More is
-/// a parse failure, which asks.
-const MAX_UNCLOSED_PARENS: usize = 12;
-
-/// Whether `src`, read as bytes with quotes ignored, ends with more than
-/// [`MAX_UNCLOSED_PARENS`] `(` unclosed.
-fn too_many_unclosed_parens(src: &str) -> bool {
-    let open = src.bytes().fold(0usize, |open, b| match b {
-        b'(' => open + 1,
-        b')' => open.saturating_sub(1),
-        _ => open,
-    });
-    open > MAX_UNCLOSED_PARENS
+/// Whether brush-parser would misbehave on `src`, which is then a parse
+/// failure (an ask) without being given to it. Each case was found by the
+/// `bash_analysis` fuzz target. The Bash tool is a wasm component with no
+/// unwinding and one deadline: a panic there traps the decision, and a
+/// loop burns the call's whole deadline and memory.
+fn parser_would_choke(src: &str) -> bool {
+    nests_too_deep(src) || overflows_a_parser_number(src) || has_control_characters(src)
 }
 
-/// `src` parsed with brush-parser; `None` when it does not parse (or the
-/// parser panicked, or would take exponential time).
+/// How much backtracking the parser is given: its length in bytes times
+/// two to the power of its bracket depth (see [`nests_too_deep`]). At this
+/// bound the worst shape found takes about half a second natively.
+const NESTING_BUDGET: usize = 1 << 20;
+
+/// Whether `src` nests brackets deeper than its length allows.
+///
+/// brush-parser backtracks exponentially on brackets left open inside one
+/// word, each level doubling the time: a run of `(` at the start of a
+/// command (23 took 4 s), `a[$1` repeated (24 took 10 s), and the text
+/// inside is parsed again at every level (six `a[$1` before 60 KB of
+/// `${a}` took 2.4 s). Where a bracket closes cannot be told before
+/// parsing (`a[$1a[$1 ] ]` closes none of them in its word), so the bound
+/// is on the deepest nesting of `(` and `[`, read as bytes with quotes
+/// ignored: a 4 KiB command may nest 8 deep, a 64 KiB one 4. No command an
+/// agent means comes near it.
+fn nests_too_deep(src: &str) -> bool {
+    let (_, deepest) = src.bytes().fold((0usize, 0usize), |(open, deepest), b| match b {
+        b'(' | b'[' => (open + 1, deepest.max(open + 1)),
+        b')' | b']' => (open.saturating_sub(1), deepest),
+        _ => (open, deepest),
+    });
+    // len × 2^deepest > budget, without overflow.
+    deepest >= usize::BITS as usize || src.len() > NESTING_BUDGET >> deepest
+}
+
+/// Whether `src` holds a digit run brush-parser would panic on. It unwraps
+/// two integer parses: a file descriptor written before a redirection
+/// (`8888888888>x`, an `i32`) and a directory-stack index after a tilde
+/// (`~+99999999999999999999`, a `usize`).
+fn overflows_a_parser_number(src: &str) -> bool {
+    let bytes = src.as_bytes();
+    let mut start = 0;
+    while start < bytes.len() {
+        if !bytes[start].is_ascii_digit() {
+            start += 1;
+            continue;
+        }
+        let end = bytes[start..].iter().position(|b| !b.is_ascii_digit()).map_or(bytes.len(), |n| start + n);
+        let digits = &src[start..end];
+        let before_redirection = matches!(bytes.get(end), Some(b'<' | b'>'));
+        let after_tilde = match &bytes[..start] {
+            [.., b'~'] => true,
+            [.., b'~', sign] => matches!(sign, b'+' | b'-'),
+            _ => false,
+        };
+        if (before_redirection && digits.parse::<i32>().is_err()) || (after_tilde && digits.parse::<usize>().is_err()) {
+            return true;
+        }
+        start = end;
+    }
+    false
+}
+
+/// Whether `src` holds an ASCII control character other than tab and
+/// newline. brush-parser's tokenizer loops for ever, allocating, on a
+/// here-document whose tag is a form feed or carriage return followed by a
+/// blank (`<<\f `); bash gives such bytes no meaning of their own, and a
+/// command an agent means carries none (a script with CRLF line ends would
+/// fail in bash too).
+fn has_control_characters(src: &str) -> bool {
+    src.bytes().any(|b| b.is_ascii_control() && b != b'\t' && b != b'\n')
+}
+
+/// `src` parsed with brush-parser; `None` when it does not parse or the
+/// parser would choke on it ([`parser_would_choke`]).
 fn parse_program(src: &str) -> Option<ast::Program> {
-    if too_many_unclosed_parens(src) {
+    if parser_would_choke(src) {
         return None;
     }
     let parsed = std::panic::catch_unwind(|| {
@@ -98,6 +152,23 @@ fn parse_program(src: &str) -> Option<ast::Program> {
         p.parse_program()
     });
     parsed.ok()?.ok()
+}
+
+/// A word's text parsed into pieces by brush-parser; `None` when it does
+/// not parse or the parser would choke on it ([`parser_would_choke`]).
+fn parse_word(text: &str) -> Option<Vec<WordPieceWithSource>> {
+    if parser_would_choke(text) {
+        return None;
+    }
+    word::parse(text, &options()).ok()
+}
+
+/// [`parse_word`] for the body of a here-document that expands.
+fn parse_heredoc_body(text: &str) -> Option<Vec<WordPieceWithSource>> {
+    if parser_would_choke(text) {
+        return None;
+    }
+    word::parse_heredoc(text, &options()).ok()
 }
 
 /// Parses `command` and flattens it. Never panics; failures set `parse_error`.
@@ -565,12 +636,12 @@ impl Walker {
             }
             R::HereDocument(_, doc) => {
                 if doc.requires_expansion {
-                    match word::parse_heredoc(&doc.doc.value, &options()) {
-                        Ok(pieces) => {
+                    match parse_heredoc_body(&doc.doc.value) {
+                        Some(pieces) => {
                             let mut st = WordState::default();
                             self.pieces(&doc.doc.value, &pieces, &mut st, true);
                         }
-                        Err(_) => self.out.parse_error = true,
+                        None => self.out.parse_error = true,
                     }
                 }
                 None
@@ -583,12 +654,12 @@ impl Walker {
         if !(text.contains('$') || text.contains('`')) {
             return;
         }
-        match word::parse(text, &options()) {
-            Ok(pieces) => {
+        match parse_word(text) {
+            Some(pieces) => {
                 let mut st = WordState::default();
                 self.pieces(text, &pieces, &mut st, true);
             }
-            Err(_) => {
+            None => {
                 if text.contains("$(") || text.contains('`') {
                     self.flag("command_substitution");
                 }
@@ -604,8 +675,8 @@ impl Walker {
             // Nothing in it the shell expands or removes: the word is itself.
             return Word { value: Some(raw.clone()), raw, ..Word::default() };
         }
-        match word::parse(&raw, &options()) {
-            Ok(pieces) => {
+        match parse_word(&raw) {
+            Some(pieces) => {
                 let mut st = WordState::default();
                 self.pieces(&raw, &pieces, &mut st, false);
                 Word {
@@ -616,7 +687,7 @@ impl Walker {
                     raw,
                 }
             }
-            Err(_) => {
+            None => {
                 self.out.parse_error = true;
                 Word { raw, ..Word::default() }
             }
@@ -751,12 +822,12 @@ impl Walker {
         }
         for t in texts {
             if t.contains('$') || t.contains('`') {
-                match word::parse(t, &options()) {
-                    Ok(pieces) => {
+                match parse_word(t) {
+                    Some(pieces) => {
                         let mut st = WordState::default();
                         self.pieces(t, &pieces, &mut st, false);
                     }
-                    Err(_) => self.out.parse_error = true,
+                    None => self.out.parse_error = true,
                 }
             }
         }
