@@ -72,6 +72,24 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("TOOLHOST_ROOT"))
 }
 
+/// The target folder the calling test or bench was built into, wherever
+/// `CARGO_TARGET_DIR` put it (`<target>/<profile>/deps/<exe>`).
+fn caller_target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.ancestors().nth(3).expect("<target>/<profile>/deps/<exe>").to_path_buf()
+}
+
+/// A built-in tool's component as `host/build.rs` built it for this build
+/// (`<target>/guest-tools/wasm32-wasip2/release/tool_<name>.wasm`), to load
+/// it the way a plugin is loaded.
+pub fn builtin_wasm(crate_name: &str) -> PathBuf {
+    let path = caller_target_dir()
+        .join("guest-tools/wasm32-wasip2/release")
+        .join(format!("{}.wasm", crate_name.replace('-', "_")));
+    assert!(path.exists(), "host/build.rs builds the built-ins into {}", path.display());
+    path
+}
+
 /// The `toolhost` binary of the profile the caller was built with, built
 /// once per process (a no-op when fresh).
 ///
@@ -94,12 +112,11 @@ pub fn toolhost_bin() -> &'static Path {
             &["test", "--quiet", "--workspace", "--no-run", "--test", "cli_binary"]
         };
         let cargo = option_env!("CARGO").unwrap_or("cargo");
-        // Into the caller's own target folder, wherever CARGO_TARGET_DIR
-        // put it (else a bench built elsewhere builds the host once more).
-        let target_dir = dir.parent().expect("target/ above <profile>");
+        // Into the caller's own target folder (else a bench built elsewhere
+        // builds the host once more).
         let status = Command::new(cargo)
             .current_dir(root())
-            .env("CARGO_TARGET_DIR", target_dir)
+            .env("CARGO_TARGET_DIR", caller_target_dir())
             .args(build)
             .status()
             .expect("running cargo to build the toolhost binary");

@@ -280,7 +280,7 @@ async fn powershell_always_asks_and_says_when_it_is_missing() {
 
 /// Found by fuzzing the Bash analysis: text its shell parser panics on (a
 /// file descriptor or a directory-stack tilde too large for its integer)
-/// or loops on (a here-document tagged with a form feed and a blank) or
+/// or loops on (a here-document with an empty tag and a blank) or
 /// backtracks exponentially on (a run of unclosed `(`). The built-in
 /// component has no unwinding, so a panic there trapped the decision; each
 /// must be the tool's own answer, an ask because the command could not be
@@ -290,7 +290,7 @@ async fn text_the_shell_parser_chokes_on_is_an_ask_not_a_trap() {
     let scratch = Scratch::new();
     let host = scratch.host(scratch.settings()).await;
     let unclosed = format!("ls {}", "(".repeat(40));
-    let commands = ["echo 8888888888>x", "cd ~+99999999999999999999", "sh -c '8888''888888>x'", "cat <<\u{c} ", &unclosed];
+    let commands = ["echo 8888888888>x", "cd ~+99999999999999999999", "sh -c '8888''888888>x'", "cat <<\"\" ", &unclosed];
     for command in commands {
         for mode in [Mode::Default, Mode::AcceptEdits, Mode::DontAsk] {
             let ctx = host.permission_context("Bash", mode);

@@ -11,7 +11,7 @@ use toolhost::response::{ResultState, ToolResponse};
 use toolhost::settings::Settings;
 use toolhost::state::{AgentState, StateBounds};
 use toolhost::{CallRequest, ExternalResult, Outcome, PermissionAnswer, Toolhost};
-use toolhost_e2e::{Scratch, call, root, text};
+use toolhost_e2e::{Scratch, builtin_wasm, call, text};
 
 const HINT: &str =
     "\n\nTask completed. Call TaskList now to find your next available task or see if your work unblocked others.";
@@ -195,9 +195,7 @@ async fn a_task_tool_without_the_state_grant_says_so() {
     let mut settings: Settings = scratch.settings();
     settings.builtins = false;
     // The same component loaded as a plugin: plugins get nothing by default.
-    let wasm = root().join("target/guest-tools/wasm32-wasip2/release/tool_task_create.wasm");
-    assert!(wasm.exists(), "host/build.rs builds the built-ins into {}", wasm.display());
-    settings.plugins.push(wasm);
+    settings.plugins.push(builtin_wasm("tool-task-create"));
     let host = scratch.host(settings).await;
     let r = call(&host, "TaskCreate", json!({"subject": "s", "description": "d"}), PermissionAnswer::Deny).await;
     let e = err(&r);

@@ -74,7 +74,7 @@ pub(crate) fn analyse(command: &str) -> Rc<Analysis> {
 /// unwinding and one deadline: a panic there traps the decision, and a
 /// loop burns the call's whole deadline and memory.
 fn parser_would_choke(src: &str) -> bool {
-    nests_too_deep(src) || overflows_a_parser_number(src) || has_control_characters(src)
+    nests_too_deep(src) || overflows_a_parser_number(src) || has_an_empty_here_document_tag(src)
 }
 
 /// How much backtracking the parser is given: its length in bytes times
@@ -131,14 +131,37 @@ fn overflows_a_parser_number(src: &str) -> bool {
     false
 }
 
-/// Whether `src` holds an ASCII control character other than tab and
-/// newline. brush-parser's tokenizer loops for ever, allocating, on a
-/// here-document whose tag is a form feed or carriage return followed by a
-/// blank (`<<\f `); bash gives such bytes no meaning of their own, and a
-/// command an agent means carries none (a script with CRLF line ends would
-/// fail in bash too).
-fn has_control_characters(src: &str) -> bool {
-    src.bytes().any(|b| b.is_ascii_control() && b != b'\t' && b != b'\n')
+/// Whether `src` starts a here-document whose tag is empty once quotes and
+/// white space are taken away (`<<""`, `<< ''`, `<<-\f`). brush-parser's
+/// tokenizer loops for ever, allocating, when such a tag is followed by a
+/// blank at the end of the text. Read as bytes with quoting ignored, so
+/// `echo '<<""'` counts too; no command an agent means has one.
+fn has_an_empty_here_document_tag(src: &str) -> bool {
+    let bytes = src.as_bytes();
+    let mut from = 0;
+    while let Some(at) = src[from..].find("<<").map(|i| from + i) {
+        let mut i = at + 2;
+        if bytes.get(i) == Some(&b'<') {
+            // `<<<`, a here-string.
+            from = i + 1;
+            continue;
+        }
+        if bytes.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        while matches!(bytes.get(i), Some(b' ' | b'\t')) {
+            i += 1;
+        }
+        let end = bytes[i..]
+            .iter()
+            .position(|b| matches!(b, b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')'))
+            .map_or(bytes.len(), |n| i + n);
+        if src[i..end].chars().all(|c| matches!(c, '"' | '\'' | '$' | '\\') || c.is_whitespace()) {
+            return true;
+        }
+        from = end.max(at + 2);
+    }
+    false
 }
 
 /// `src` parsed with brush-parser; `None` when it does not parse or the

@@ -305,10 +305,10 @@ fn brackets_nested_too_deep_are_answered_at_once() {
 }
 
 /// Found by the `bash_analysis` fuzz target (fuzz/corpus/bash_analysis/
-/// fd_overflow, tilde_overflow, heredoc_form_feed): brush-parser unwraps
+/// fd_overflow, tilde_overflow, heredoc_*): brush-parser unwraps
 /// the number of a file descriptor before a redirection and of a
 /// directory-stack tilde, and its tokenizer loops for ever, allocating, on
-/// a here-document tagged with a form feed or carriage return and a blank.
+/// a here-document with an empty tag (`<<""`, or a form feed) and a blank.
 /// In the Bash tool (wasm, no unwinding, one deadline) the panic trapped
 /// the call and the loop burned its deadline and memory; each is now a
 /// parse failure, which asks. Words are parsed outside `catch_unwind`, so
@@ -319,7 +319,9 @@ fn text_the_parser_chokes_on_asks() {
         " (((((((((8888888888>8888888888(((",
         "<<\u{c} ",
         "cat <<-\r\t",
-        "ls\r\n",
+        "<<\"\" ",
+        "cat << '' ",
+        "echo \"$(cat <<-\"\" )\"",
         "echo 8888888888>x",
         "cat 99999999999<x",
         "cd ~+99999999999999999999",
@@ -339,7 +341,15 @@ fn text_the_parser_chokes_on_asks() {
         let _ = match_rules(RuleKind::Allow, &[format!("{command}:*")], "ls");
     }
     // Numbers that fit, and long numbers elsewhere, are analysed as before.
-    for command in ["echo 12345678901234567890", "ls 2>/dev/null", "cd ~+1", "echo {1..99999999999999999999}"] {
+    for command in [
+        "echo 12345678901234567890",
+        "ls 2>/dev/null",
+        "cd ~+1",
+        "echo {1..99999999999999999999}",
+        "echo $((1<<2)) $((1 << $n))",
+        "cat <<EOF\nhi\nEOF",
+        "cat <<< hi",
+    ] {
         let v = check_permissions(command, &ctx(Mode::Default), &DangerLists::default());
         assert_eq!(v.behavior, Behavior::Allow, "{command}: {v:?}");
     }
