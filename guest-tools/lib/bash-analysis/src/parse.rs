@@ -132,7 +132,8 @@ fn overflows_a_parser_number(src: &str) -> bool {
 }
 
 /// Whether `src` starts a here-document whose tag is empty once quotes and
-/// white space are taken away (`<<""`, `<< ''`, `<<-\f`). brush-parser's
+/// white space are taken away (`<<""`, `<< ''`, `<<-\f`), or is a comment
+/// (`<< #`). brush-parser's
 /// tokenizer loops for ever, allocating, when such a tag is followed by a
 /// blank at the end of the text. Read as bytes with quoting ignored, so
 /// `echo '<<""'` counts too; no command an agent means has one.
@@ -156,7 +157,9 @@ fn has_an_empty_here_document_tag(src: &str) -> bool {
             .iter()
             .position(|b| matches!(b, b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')'))
             .map_or(bytes.len(), |n| i + n);
-        if src[i..end].chars().all(|c| matches!(c, '"' | '\'' | '$' | '\\') || c.is_whitespace()) {
+        let tag = &src[i..end];
+        // A tag starting with `#` is a comment: no tag at all.
+        if tag.starts_with('#') || tag.chars().all(|c| matches!(c, '"' | '\'' | '$' | '\\') || c.is_whitespace()) {
             return true;
         }
         from = end.max(at + 2);
