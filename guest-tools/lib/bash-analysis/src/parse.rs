@@ -74,7 +74,7 @@ pub(crate) fn analyse(command: &str) -> Rc<Analysis> {
 /// unwinding and one deadline: a panic there traps the decision, and a
 /// loop burns the call's whole deadline and memory.
 fn parser_would_choke(src: &str) -> bool {
-    nests_too_deep(src) || overflows_a_parser_number(src) || has_an_empty_here_document_tag(src)
+    nests_too_deep(src) || overflows_a_parser_number(src) || has_an_unusual_here_document(src)
 }
 
 /// How much backtracking the parser is given: its length in bytes times
@@ -131,13 +131,18 @@ fn overflows_a_parser_number(src: &str) -> bool {
     false
 }
 
-/// Whether `src` starts a here-document whose tag is empty once quotes and
-/// white space are taken away (`<<""`, `<< ''`, `<<-\f`), or is a comment
-/// (`<< #`). brush-parser's
-/// tokenizer loops for ever, allocating, when such a tag is followed by a
-/// blank at the end of the text. Read as bytes with quoting ignored, so
-/// `echo '<<""'` counts too; no command an agent means has one.
-fn has_an_empty_here_document_tag(src: &str) -> bool {
+/// Whether `src` starts a here-document that is not a plain word closed by
+/// a line of its own later in the text.
+///
+/// brush-parser's tokenizer loops for ever, allocating, when the text ends
+/// while it still looks for a here-document's end in some states: a tag
+/// of only quotes or white space (`<<"" `, `<<\f `), a comment (`<< #`),
+/// an expansion left open (`<<8$(  `), a document left open inside one
+/// (`$(<<w "$((`). A command that means a here-document closes it, with a
+/// plain tag (letters, digits, `_-.,:/@%+=`, a `$NAME`, quoted or not:
+/// `EOF`, `'END_1'`); anything else is not given to the parser. Read as
+/// bytes with quoting ignored, so `echo '<<x'` and `$((1<<2))` count too.
+fn has_an_unusual_here_document(src: &str) -> bool {
     let bytes = src.as_bytes();
     let mut from = 0;
     while let Some(at) = src[from..].find("<<").map(|i| from + i) {
@@ -147,7 +152,8 @@ fn has_an_empty_here_document_tag(src: &str) -> bool {
             from = i + 1;
             continue;
         }
-        if bytes.get(i) == Some(&b'-') {
+        let strip_tabs = bytes.get(i) == Some(&b'-');
+        if strip_tabs {
             i += 1;
         }
         while matches!(bytes.get(i), Some(b' ' | b'\t')) {
@@ -158,13 +164,31 @@ fn has_an_empty_here_document_tag(src: &str) -> bool {
             .position(|b| matches!(b, b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')'))
             .map_or(bytes.len(), |n| i + n);
         let tag = &src[i..end];
-        // A tag starting with `#` is a comment: no tag at all.
-        if tag.starts_with('#') || tag.chars().all(|c| matches!(c, '"' | '\'' | '$' | '\\') || c.is_whitespace()) {
+        if !is_plain_here_document_tag(tag) || !closes_here_document(&src[end..], tag, strip_tabs) {
             return true;
         }
         from = end.max(at + 2);
     }
     false
+}
+
+/// See [`has_an_unusual_here_document`].
+fn is_plain_here_document_tag(tag: &str) -> bool {
+    let quote = |c: char| matches!(c, '"' | '\'' | '\\');
+    let mut chars = tag.chars().peekable();
+    let mut plain = tag.chars().any(|c| !quote(c));
+    while let Some(c) = chars.next() {
+        let name_follows = chars.peek().is_some_and(|n| n.is_alphanumeric() || *n == '_');
+        plain &= c.is_alphanumeric() || quote(c) || "_-.,:/@%+=".contains(c) || (c == '$' && name_follows);
+    }
+    plain
+}
+
+/// Whether a line after the first line of `rest` is the here-document's
+/// end: `tag` without its quotes, after leading tabs for `<<-`.
+fn closes_here_document(rest: &str, tag: &str, strip_tabs: bool) -> bool {
+    let end: String = tag.chars().filter(|c| !matches!(c, '"' | '\'' | '\\')).collect();
+    rest.split('\n').skip(1).any(|line| if strip_tabs { line.trim_start_matches('\t') } else { line } == end)
 }
 
 /// `src` parsed with brush-parser; `None` when it does not parse or the

@@ -308,7 +308,8 @@ fn brackets_nested_too_deep_are_answered_at_once() {
 /// fd_overflow, tilde_overflow, heredoc_*): brush-parser unwraps
 /// the number of a file descriptor before a redirection and of a
 /// directory-stack tilde, and its tokenizer loops for ever, allocating, on
-/// a here-document with an empty tag (`<<""`, or a form feed) and a blank.
+/// a here-document left open or whose tag is empty to it (`<<""`, `<< #`,
+/// `<<8$(`).
 /// In the Bash tool (wasm, no unwinding, one deadline) the panic trapped
 /// the call and the loop burned its deadline and memory; each is now a
 /// parse failure, which asks. Words are parsed outside `catch_unwind`, so
@@ -324,6 +325,12 @@ fn text_the_parser_chokes_on_asks() {
         "echo \"$(cat <<-\"\" )\"",
         "$(<<  #",
         "cat <<#x ",
+        "<<8$(  ",
+        "cat <<${x ",
+        "cat <<`x ",
+        "\u{18}$(<<\t\tw\t\t\"$((\t\tI\t\"$((\t",
+        "cat <<EOF\nno end",
+        "cat <<EOF\n EOF",
         "echo 8888888888>x",
         "cat 99999999999<x",
         "cd ~+99999999999999999999",
@@ -348,8 +355,11 @@ fn text_the_parser_chokes_on_asks() {
         "ls 2>/dev/null",
         "cd ~+1",
         "echo {1..99999999999999999999}",
-        "echo $((1<<2)) $((1 << $n))",
         "cat <<EOF\nhi\nEOF",
+        "cat <<'END_1'\nhi\nEND_1",
+        "cat <<-\"E.O-F\"\n\thi\nE.O-F",
+        "cat <<\\EOF\nhi\nEOF",
+        "cat <<$X\nhi\n$X",
         "cat <<< hi",
     ] {
         let v = check_permissions(command, &ctx(Mode::Default), &DangerLists::default());
