@@ -78,29 +78,29 @@ fn parser_would_choke(src: &str) -> bool {
 }
 
 /// How much backtracking the parser is given: its length in bytes times
-/// two to the power of its bracket depth (see [`nests_too_deep`]). At this
-/// bound the worst shape found takes about half a second natively.
-const NESTING_BUDGET: usize = 1 << 20;
+/// four to the power of its bracket depth (see [`nests_too_deep`]). At
+/// this bound the worst shapes found take well under a second natively.
+const NESTING_BUDGET: usize = 1 << 22;
 
 /// Whether `src` nests brackets deeper than its length allows.
 ///
 /// brush-parser backtracks exponentially on brackets left open inside one
-/// word, each level doubling the time: a run of `(` at the start of a
-/// command (23 took 4 s), `a[$1` repeated (24 took 10 s), and the text
-/// inside is parsed again at every level (six `a[$1` before 60 KB of
-/// `${a}` took 2.4 s). Where a bracket closes cannot be told before
-/// parsing (`a[$1a[$1 ] ]` closes none of them in its word), so the bound
-/// is on the deepest nesting of `(` and `[`, read as bytes with quotes
-/// ignored: a 4 KiB command may nest 8 deep, a 64 KiB one 4. No command an
-/// agent means comes near it.
+/// word, each level multiplying the time by two to three and a half: a
+/// run of `(` at the start of a command (23 took 4 s), `a[$1` repeated (24
+/// took 10 s), ten `[` inside a `${…}` across lines (160 bytes, 3.6 s),
+/// and the text inside is parsed again at every level (six `a[$1` before
+/// 60 KB of `${a}` took 2.4 s). Where a bracket closes cannot be told
+/// before parsing (`a[$1a[$1 ] ]` closes none of them in its word), so the
+/// bound is on the deepest nesting of `(` and `[`, read as bytes with
+/// quotes ignored: 7 levels in 160 bytes, 5 in 4 KiB, 3 in 64 KiB.
 fn nests_too_deep(src: &str) -> bool {
     let (_, deepest) = src.bytes().fold((0usize, 0usize), |(open, deepest), b| match b {
         b'(' | b'[' => (open + 1, deepest.max(open + 1)),
         b')' | b']' => (open.saturating_sub(1), deepest),
         _ => (open, deepest),
     });
-    // len × 2^deepest > budget, without overflow.
-    deepest >= usize::BITS as usize || src.len() > NESTING_BUDGET >> deepest
+    // len × 4^deepest > budget, without overflow.
+    2 * deepest >= usize::BITS as usize || src.len() > NESTING_BUDGET >> (2 * deepest)
 }
 
 /// Whether `src` holds a digit run brush-parser would panic on. It unwraps

@@ -269,9 +269,10 @@ fn an_option_letter_of_several_bytes_is_no_panic() {
 }
 
 /// Found by the `bash_analysis` fuzz target (fuzz/corpus/bash_analysis/
-/// unclosed_parens, unclosed_subscripts): brackets left open in one word
-/// made the parser backtrack exponentially (23 `(` took seconds, 40 would
-/// take days; `a[$1` repeated the same, even with the `]` in other words),
+/// unclosed_parens, unclosed_subscripts, subscripts_in_braces): brackets
+/// left open in one word made the parser backtrack exponentially (23 `(`
+/// took seconds, 40 would take days; `a[$1` repeated the same, even with
+/// the `]` in other words; ten `[` in a `${…}` across lines, 3.6 s),
 /// burning the Bash tool's whole deadline on one model input. Deeper than
 /// the length allows is now a parse failure, answered at once with an ask.
 #[test]
@@ -283,6 +284,11 @@ fn brackets_nested_too_deep_are_answered_at_once() {
     commands.push(format!("echo {}{}", "a[$1".repeat(24), " ]".repeat(24)));
     commands.push(format!("echo {}{}", "a[${a}".repeat(6), long_word));
     commands.push(format!("lk[{}", "k[$#i[".repeat(14)));
+    commands.push(
+        "&>\n\n\n\n\0\n\0\n\n\n i \u{1}\nd\nATTjT${Tlk[k[$#i[\nsu\n\n i \u{1}\nd\nATTjT${Tlk[k[$#i[\nsud$#i[\nsu\n\n \
+         i \u{1}\nd\nATTjT${Tlk[k[$#i[\nsudo env \u{15}FOO=1 /git:*\nsudo env FOO=1 /bj}}}}303hm r\u{4}nt 2"
+            .to_string(),
+    );
     for command in &commands {
         let v = check_permissions(command, &ctx(Mode::Default), &DangerLists::default());
         assert_eq!(v.behavior, Behavior::Ask, "{command:.60}: {v:?}");
@@ -294,7 +300,8 @@ fn brackets_nested_too_deep_are_answered_at_once() {
     // Nesting a command means, and long commands that nest a little, are
     // still parsed.
     for command in [
-        format!("{}ls{}", "(".repeat(8), ")".repeat(8)),
+        format!("{}ls{}", "(".repeat(7), ")".repeat(7)),
+        format!("python3 -c 'print(f(g([1])))' # {}", "x".repeat(4000)),
         "echo $(( (1 + 2) * (3 - a[$((i + 1))]) ))".to_string(),
         format!("echo {} $(ls)", "x".repeat(60_000)),
     ] {
