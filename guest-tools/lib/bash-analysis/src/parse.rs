@@ -92,13 +92,22 @@ const NESTING_BUDGET: usize = 1 << 22;
 /// 60 KB of `${a}` took 2.4 s). Where a bracket closes cannot be told
 /// before parsing (`a[$1a[$1 ] ]` closes none of them in its word), so the
 /// bound is on the deepest nesting of `(` and `[`, read as bytes with
-/// quotes ignored: 7 levels in 160 bytes, 5 in 4 KiB, 3 in 64 KiB.
+/// quotes ignored, each closed only by its own kind: 7 levels in 160
+/// bytes, 5 in 4 KiB, 3 in 64 KiB.
 fn nests_too_deep(src: &str) -> bool {
-    let (_, deepest) = src.bytes().fold((0usize, 0usize), |(open, deepest), b| match b {
-        b'(' | b'[' => (open + 1, deepest.max(open + 1)),
-        b')' | b']' => (open.saturating_sub(1), deepest),
-        _ => (open, deepest),
-    });
+    // A `)` does not close a `[` (nor a `]` a `(`): a run of them would
+    // otherwise hide the nesting before it (a fuzzed `${…[))))))k[…}`).
+    let (mut parens, mut brackets, mut deepest) = (0usize, 0usize, 0usize);
+    for b in src.bytes() {
+        match b {
+            b'(' => parens += 1,
+            b'[' => brackets += 1,
+            b')' => parens = parens.saturating_sub(1),
+            b']' => brackets = brackets.saturating_sub(1),
+            _ => continue,
+        }
+        deepest = deepest.max(parens + brackets);
+    }
     // len × 4^deepest > budget, without overflow.
     2 * deepest >= usize::BITS as usize || src.len() > NESTING_BUDGET >> (2 * deepest)
 }

@@ -289,6 +289,11 @@ fn brackets_nested_too_deep_are_answered_at_once() {
          i \u{1}\nd\nATTjT${Tlk[k[$#i[\nsudo env \u{15}FOO=1 /git:*\nsudo env FOO=1 /bj}}}}303hm r\u{4}nt 2"
             .to_string(),
     );
+    commands.push(
+        "&>\n\n\n\n\0\n\0\n\n\n i \u{1}]\nd\nATTjT${Tlc[k[$#i[\nsu\n\n i y\u{1}\ndT${Tlc[k[$#i[\nsu\n\n \
+         i y\u{1}\nd\njTTAT${Tlk[))))))k[$#i[\nsud*\u{1}\0\0\0\0[))))))k[$#i[\nsud FOO=1 /bj}}}}3r\u{4}hm r\u{4}nt 2"
+            .to_string(),
+    );
     for command in &commands {
         let v = check_permissions(command, &ctx(Mode::Default), &DangerLists::default());
         assert_eq!(v.behavior, Behavior::Ask, "{command:.60}: {v:?}");
