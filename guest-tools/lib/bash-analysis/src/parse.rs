@@ -78,38 +78,40 @@ fn parser_would_choke(src: &str) -> bool {
 }
 
 /// How much backtracking the parser is given: its length in bytes times
-/// four to the power of its bracket depth (see [`nests_too_deep`]). At
-/// this bound the worst shapes found take well under a second natively.
-const NESTING_BUDGET: usize = 1 << 22;
+/// eight to the power of its nesting depth (see [`nests_too_deep`]).
+const NESTING_BUDGET: usize = 1 << 24;
 
 /// Whether `src` nests brackets deeper than its length allows.
 ///
 /// brush-parser backtracks exponentially on brackets left open inside one
-/// word, each level multiplying the time by two to three and a half: a
-/// run of `(` at the start of a command (23 took 4 s), `a[$1` repeated (24
-/// took 10 s), ten `[` inside a `${…}` across lines (160 bytes, 3.6 s),
-/// and the text inside is parsed again at every level (six `a[$1` before
-/// 60 KB of `${a}` took 2.4 s). Where a bracket closes cannot be told
-/// before parsing (`a[$1a[$1 ] ]` closes none of them in its word), so the
-/// bound is on the deepest nesting of `(` and `[`, read as bytes with
-/// quotes ignored, each closed only by its own kind: 7 levels in 160
-/// bytes, 5 in 4 KiB, 3 in 64 KiB.
+/// word, each level multiplying the time by two to six and a half: a run
+/// of `(` at the start of a command (23 took 4 s), `a[$1` repeated (24
+/// took 10 s), seven `[` inside `${…}` spread over lines (144 bytes, 9 s
+/// in the fuzzing build), and the text inside is parsed again at every
+/// level (six `a[$1` before 60 KB of `${a}` took 2.4 s). Where a bracket
+/// closes cannot be told before parsing (`a[$1a[$1 ] ]` closes none of
+/// them in its word), so the bound is on the deepest nesting of `(`, `[`
+/// and `{`, read as bytes with quotes ignored, each closed only by its own
+/// kind: 5 levels in 160 bytes, 4 in 4 KiB, 2 in 64 KiB.
 fn nests_too_deep(src: &str) -> bool {
     // A `)` does not close a `[` (nor a `]` a `(`): a run of them would
     // otherwise hide the nesting before it (a fuzzed `${…[))))))k[…}`).
-    let (mut parens, mut brackets, mut deepest) = (0usize, 0usize, 0usize);
+    let mut open = [0usize; 3];
+    let mut deepest = 0;
     for b in src.bytes() {
         match b {
-            b'(' => parens += 1,
-            b'[' => brackets += 1,
-            b')' => parens = parens.saturating_sub(1),
-            b']' => brackets = brackets.saturating_sub(1),
+            b'(' => open[0] += 1,
+            b'[' => open[1] += 1,
+            b'{' => open[2] += 1,
+            b')' => open[0] = open[0].saturating_sub(1),
+            b']' => open[1] = open[1].saturating_sub(1),
+            b'}' => open[2] = open[2].saturating_sub(1),
             _ => continue,
         }
-        deepest = deepest.max(parens + brackets);
+        deepest = deepest.max(open.iter().sum());
     }
-    // len × 4^deepest > budget, without overflow.
-    2 * deepest >= usize::BITS as usize || src.len() > NESTING_BUDGET >> (2 * deepest)
+    // len × 8^deepest > budget, without overflow.
+    3 * deepest >= usize::BITS as usize || src.len() > NESTING_BUDGET >> (3 * deepest)
 }
 
 /// Whether `src` holds a digit run brush-parser would panic on. It unwraps

@@ -269,10 +269,10 @@ fn an_option_letter_of_several_bytes_is_no_panic() {
 }
 
 /// Found by the `bash_analysis` fuzz target (fuzz/corpus/bash_analysis/
-/// unclosed_parens, unclosed_subscripts, subscripts_in_braces): brackets
+/// unclosed_parens, unclosed_subscripts, subscripts_in_braces*): brackets
 /// left open in one word made the parser backtrack exponentially (23 `(`
 /// took seconds, 40 would take days; `a[$1` repeated the same, even with
-/// the `]` in other words; ten `[` in a `${…}` across lines, 3.6 s),
+/// the `]` in other words; seven `[` in `${…}` across lines, 9 s),
 /// burning the Bash tool's whole deadline on one model input. Deeper than
 /// the length allows is now a parse failure, answered at once with an ask.
 #[test]
@@ -287,6 +287,11 @@ fn brackets_nested_too_deep_are_answered_at_once() {
     commands.push(
         "&>\n\n\n\n\0\n\0\n\n\n i \u{1}\nd\nATTjT${Tlk[k[$#i[\nsu\n\n i \u{1}\nd\nATTjT${Tlk[k[$#i[\nsud$#i[\nsu\n\n \
          i \u{1}\nd\nATTjT${Tlk[k[$#i[\nsudo env \u{15}FOO=1 /git:*\nsudo env FOO=1 /bj}}}}303hm r\u{4}nt 2"
+            .to_string(),
+    );
+    commands.push(
+        "&>\n\n\n\n\0\n\0\n\n\n i \u{1}\nd\nATTjT${Tlk[k[$#i[\nsu\n\n i \u{1}\nd\nATTjT${Tlk[kTlc\nTjT${Tlk[k[$#i[\n\
+         su\n\n i \u{1}\nd\nATTjT${Tlk\n i \u{1}\nd\nATnv FOb 0/=Oj}}}}303hm r\u{4}n\u{1}\0\0got 2"
             .to_string(),
     );
     commands.push(
@@ -305,7 +310,9 @@ fn brackets_nested_too_deep_are_answered_at_once() {
     // Nesting a command means, and long commands that nest a little, are
     // still parsed.
     for command in [
-        format!("{}ls{}", "(".repeat(7), ")".repeat(7)),
+        format!("{}ls{}", "(".repeat(5), ")".repeat(5)),
+        r#"curl -d '{"a": {"b": [1, 2]}}' http://localhost:8080/x"#.to_string(),
+        format!("awk '{{ if ($1 > 0) {{ print $2 }} }}' f # {}", "x".repeat(3000)),
         format!("python3 -c 'print(f(g([1])))' # {}", "x".repeat(4000)),
         "echo $(( (1 + 2) * (3 - a[$((i + 1))]) ))".to_string(),
         format!("echo {} $(ls)", "x".repeat(60_000)),
