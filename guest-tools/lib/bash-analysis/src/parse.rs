@@ -159,8 +159,9 @@ fn has_an_unusual_here_document(src: &str) -> bool {
     while let Some(at) = src[from..].find("<<").map(|i| from + i) {
         let mut i = at + 2;
         if bytes.get(i) == Some(&b'<') {
-            // `<<<`, a here-string.
-            from = i + 1;
+            // `<<<` is a here-string, unless its first `<` is escaped: then
+            // the other two start a here-document (a fuzzed `\<<<`).
+            from = if at > 0 && bytes[at - 1] == b'\\' { at + 1 } else { i + 1 };
             continue;
         }
         let strip_tabs = bytes.get(i) == Some(&b'-');

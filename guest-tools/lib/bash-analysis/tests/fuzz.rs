@@ -349,6 +349,8 @@ fn text_the_parser_chokes_on_asks() {
         "cat <<`x ",
         "\u{18}$(<<\t\tw\t\t\"$((\t\tI\t\"$((\t",
         "cat <<EOF\nno end",
+        "gg sutats; it: $(h \\/\\<<<  /e\0\\/\\<<</chog\u{c}<kill\0 ",
+        "echo $(cat \\<<<x ",
         "cat <<EOF\n EOF",
         "echo 8888888888>x",
         "cat 99999999999<x",
