@@ -352,8 +352,11 @@ async fn toolhost_lock_approves_a_held_back_version() {
     let (stdout, stderr) = toolhost_e2e::text(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("locked 1 component(s)"), "{stdout}");
-    w.until("v2 serves", || async { w.swap_text().await == "v2 v2 v2 " }).await;
-    assert_eq!(w.status("swap.wasm").unwrap().last_error, None);
+    // The swap and the status update are two steps: wait for both.
+    w.until("v2 serves and its status is clear", || async {
+        w.swap_text().await == "v2 v2 v2 " && w.status("swap.wasm").is_some_and(|s| s.last_error.is_none())
+    })
+    .await;
     let lock = LockFile::load(&w.scratch.work().join("toolhost.lock")).unwrap().unwrap();
     assert_eq!(lock.plugins.len(), 1);
     assert_eq!((lock.plugins[0].name.as_str(), lock.plugins[0].sha256.as_str()), ("Swap", sha256("swap-v2").as_str()));
