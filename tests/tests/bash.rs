@@ -290,7 +290,8 @@ async fn text_the_shell_parser_chokes_on_is_an_ask_not_a_trap() {
     let scratch = Scratch::new();
     let host = scratch.host(scratch.settings()).await;
     let unclosed = format!("ls {}", "(".repeat(40));
-    let commands = ["echo 8888888888>x", "cd ~+99999999999999999999", "sh -c '8888''888888>x'", "cat <<\"\" ", &unclosed];
+    let commands =
+        ["echo 8888888888>x", "cd ~+99999999999999999999", "sh -c '8888''888888>x'", "cat <<\"\" ", &unclosed];
     for command in commands {
         for mode in [Mode::Default, Mode::AcceptEdits, Mode::DontAsk] {
             let ctx = host.permission_context("Bash", mode);
