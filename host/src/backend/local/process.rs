@@ -1,6 +1,14 @@
-//! Local processes: one process group per spawn, output streamed as it is
-//! produced, the whole group killed at the timeout, after the main child
-//! exits, and when the handle is dropped.
+//! Local processes: one session and process group per spawn, output
+//! streamed as it is produced, the whole group killed at the timeout, after
+//! the main child exits, and when the handle is dropped.
+//!
+//! Every child, sandboxed or not, leaves toolhost's session before it runs
+//! anything (`setsid`: no controlling terminal, so nothing it runs can open
+//! `/dev/tty`, push input into the user's terminal with `TIOCSTI` or draw on
+//! it; its output reaches a terminal only as toolhost shows it, escaped),
+//! reads `/dev/null` as stdin, and gets exactly stdin, stdout and stderr:
+//! every other descriptor, also one toolhost inherited from whatever
+//! launched it, is closed at `exec`.
 
 use crate::sync::MutexExt;
 use std::path::Path;
@@ -76,16 +84,18 @@ pub(super) fn spawn(
         .envs(request.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if let Some(confinement) = &confinement {
+        .stderr(Stdio::piped());
+    let sandbox = confinement.as_ref().map(|confinement| {
         cmd.env("TMPDIR", confinement.temp_dir());
-        let child = confinement.child();
-        // SAFETY: `enter` only makes async-signal-safe system calls on data
-        // prepared before the fork.
-        unsafe {
-            cmd.pre_exec(move || child.enter());
-        }
+        confinement.child()
+    });
+    // SAFETY: `detach` and `enter` only make async-signal-safe system calls
+    // on data prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            detach()?;
+            sandbox.as_ref().map_or(Ok(()), |child| child.enter())
+        });
     }
     let mut child = cmd.spawn().map_err(|e| spawn_error(&e, program, cwd, confinement.is_some()))?;
     let Some(pid) = child.id().and_then(|p| libc::pid_t::try_from(p).ok()) else {
@@ -105,6 +115,51 @@ pub(super) fn spawn(
     let cgroup = confinement.and_then(|c| c.group);
     tokio::spawn(supervise(child, group.clone(), request.timeout, readers, truncated, status_tx, cgroup));
     Ok(Box::new(LocalProcess { output: rx, status: Some(status_rx), finished: None, group }))
+}
+
+/// In the child before `exec`: a session of its own, which makes it the
+/// leader of a new process group (the group the timeout kills) and takes
+/// away the controlling terminal; and every descriptor from 3 up closed at
+/// `exec`. Async-signal-safe.
+fn detach() -> std::io::Result<()> {
+    // SAFETY: setsid has no preconditions; the child is no group leader yet.
+    if unsafe { libc::setsid() } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    close_from_3_at_exec();
+    Ok(())
+}
+
+/// Marks every descriptor from 3 up close-on-exec. Marked, not closed: the
+/// standard library's pipe that reports a failed `exec` is among them (it
+/// closes at `exec` by itself; closed now, a failed `exec` would look like
+/// a success). Async-signal-safe.
+fn close_from_3_at_exec() {
+    let all = libc::c_uint::MAX;
+    // SAFETY: a system call on plain integers.
+    let marked = unsafe { libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, all, libc::CLOSE_RANGE_CLOEXEC) };
+    if marked != 0 {
+        mark_each_below_the_soft_limit();
+    }
+}
+
+/// `close_range` with `CLOSE_RANGE_CLOEXEC` needs Linux 5.11; before that,
+/// each descriptor from 3 up to the soft `RLIMIT_NOFILE` is marked with
+/// `fcntl` (the kernel opens none at or above it; one opened before the
+/// limit was lowered would stay open there). Async-signal-safe.
+fn mark_each_below_the_soft_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes `limit`; fcntl takes plain integers.
+    unsafe {
+        let top =
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 { limit.rlim_cur.min(1 << 20) } else { 1024 };
+        for fd in 3..top as libc::c_int {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
 }
 
 /// Why `program` could not be started in `cwd`, blamed on what failed: a
@@ -257,5 +312,39 @@ impl Process for LocalProcess {
 impl Drop for LocalProcess {
     fn drop(&mut self) {
         self.group.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fallback_of_old_kernels_marks_every_inherited_descriptor() {
+        // In a forked child: marking descriptors is for a process about to exec.
+        // SAFETY: the child makes only system calls, then `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+        if pid == 0 {
+            // SAFETY: system calls on plain integers.
+            let code = unsafe {
+                // dup gives a copy without close-on-exec, as a launcher hands one on.
+                let inherited = libc::dup(2);
+                let high = libc::fcntl(inherited, libc::F_DUPFD, 200);
+                libc::fcntl(high, libc::F_SETFD, 0);
+                mark_each_below_the_soft_limit();
+                let marked = |fd| libc::fcntl(fd, libc::F_GETFD) & libc::FD_CLOEXEC != 0;
+                match (marked(inherited), marked(high), marked(2)) {
+                    (true, true, false) => 0,
+                    _ => 1,
+                }
+            };
+            // SAFETY: ends the child without running the parent's destructors.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status:#x}");
     }
 }

@@ -8,8 +8,8 @@
 //! * **Landlock** (ABI 3 or later): it may write only under the roots its
 //!   tool may write (the working directories for the built-ins; none in a
 //!   read-only call) and a private temporary directory (`TMPDIR`), plus
-//!   `/dev/null`, `/dev/zero`, `/dev/full` and `/dev/tty`; it may read
-//!   everything except the secrets (`~/.ssh`, `~/.aws`, … [`SECRETS`],
+//!   `/dev/null`, `/dev/zero` and `/dev/full`; it may read everything
+//!   except the secrets (`~/.ssh`, `~/.aws`, … [`SECRETS`],
 //!   `deny_read`, and toolhost's own files outside those roots), cut out as
 //!   `rules.rs` explains. With ABI 4 and later it may not bind or connect
 //!   TCP sockets unless `network = true`; with ABI 6 and later it may not
@@ -17,8 +17,12 @@
 //!   programs) nor reach abstract Unix sockets outside it. Landlock also
 //!   keeps it from `ptrace` and `/proc/PID/mem` of processes outside its
 //!   sandbox, but not from `/proc/PID/environ`: for that the process drops
-//!   every capability and toolhost makes itself non-dumpable.
-//! * **seccomp**, unless `network = true`: no socket at all (`seccomp.rs`).
+//!   every capability and toolhost makes itself non-dumpable. No terminal
+//!   is writable, and with ABI 5 and later no ioctl is allowed on a device
+//!   it opens itself (a terminal's `TIOCSTI` included); like every process
+//!   toolhost starts, it has no controlling terminal (`process.rs`).
+//! * **seccomp**: no `TIOCSTI` or `TIOCLINUX` on any descriptor, and unless
+//!   `network = true` no socket at all (`seccomp.rs`).
 //! * **Limits**: at most `max_processes` processes and `max_memory_bytes`
 //!   of memory for the whole tree where cgroup v1 groups can be made
 //!   (`cgroup.rs`; then everything left in the group is killed when the
@@ -221,9 +225,9 @@ impl Sandbox {
                  or set [backend.local] sandbox = \"auto\" (unconfined, with a warning) or \"off\""
             ),
         };
-        let filter = match (settings.network, seccomp::no_network_filter()) {
-            (true, _) => None,
-            (false, Some(prog)) => Some(Arc::from(prog)),
+        let filter = match (settings.network, seccomp::filter(settings.network)) {
+            (_, Some(prog)) => Some(Arc::from(prog)),
+            (true, None) => None,
             (false, None) => bail!(
                 "the sandbox has no seccomp filter for this architecture to keep processes off the network; set \
                  [backend.local] network = true, or sandbox = \"off\""
@@ -288,7 +292,11 @@ impl Sandbox {
     /// What confines processes, for logs and `--help`-level reports.
     pub fn describe(&self) -> String {
         let mut parts = vec![format!("Landlock ABI {}", self.abi_number)];
-        parts.push(if self.network { "network allowed".into() } else { "seccomp: no sockets".to_string() });
+        parts.push(match (self.network, &self.filter) {
+            (false, _) => "seccomp: no sockets, no TIOCSTI".to_string(),
+            (true, Some(_)) => "network allowed, seccomp: no TIOCSTI".into(),
+            (true, None) => "network allowed".into(),
+        });
         parts.push(match &self.cgroups {
             Some(c) if c.has_memory() => "cgroup v1 pids and memory limits".into(),
             Some(_) => "cgroup v1 pids limit".into(),
@@ -341,7 +349,8 @@ impl Sandbox {
         let mut grants = vec![rules::Grant { path: "/".into(), access: AccessFs::from_read(self.abi) }];
         grants.extend(writable.iter().map(|w| rules::Grant { path: w.clone(), access: all }));
         grants.push(rules::Grant { path: self.tmp.clone(), access: all });
-        for dev in ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"] {
+        // Not /dev/tty: a sandboxed process has no terminal to write to.
+        for dev in ["/dev/null", "/dev/zero", "/dev/full"] {
             grants.push(rules::Grant { path: dev.into(), access: device });
         }
         let mut ruleset = Ruleset::default()
