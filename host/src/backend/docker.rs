@@ -20,8 +20,11 @@
 //! * **Commands through one attached stream.** The container's main process
 //!   is the helper ([`session`]), attached once: a command is one frame to
 //!   it and its output comes back as frames, as produced. The helper starts
-//!   each command in its own process group and kills the group on
-//!   request: at the timeout, or when the [`Process`] handle is dropped.
+//!   each command in its own session and process group and kills the group
+//!   on request: at the timeout, or when the [`Process`] handle is dropped;
+//!   what a command leaves running dies when it ends. The helper is the
+//!   container's PID 1 and not dumpable, so no command can reach its
+//!   channel, and every event carries its command's nonce.
 //! * **Lifecycle.** The container is created on the first call (after
 //!   removing containers left behind by hosts that are gone, by label),
 //!   reused by every call, and recreated on the next call when it died (the
@@ -68,8 +71,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// Security defaults: no network, a read-only root, every capability
 /// dropped, no new privileges, memory, process and (optionally) CPU limits,
-/// an init that reaps, commands as the owner of the first working directory,
-/// only the working directories (and configured mounts) of the host visible.
+/// the helper as a PID 1 that reaps, commands as the owner of the first
+/// working directory, only the working directories (and configured mounts)
+/// of the host visible.
 pub struct DockerBackend {
     settings: DockerSettings,
     mounts: Vec<Mount>,
@@ -268,8 +272,8 @@ impl Backend for DockerBackend {
             env.retain(|(e, _)| *e != k);
             env.push((k, v));
         }
-        let (id, mut events) = session.register();
-        session.send(protocol::spawn(id, &request.argv, &cwd.display().to_string(), &env));
+        let (id, nonce, mut events) = session.register()?;
+        session.send(protocol::spawn(id, &nonce, &request.argv, &cwd.display().to_string(), &env));
         let first = tokio::time::timeout(START_TIMEOUT, events.recv()).await;
         match first {
             Ok(Some(Event::Started)) => {}

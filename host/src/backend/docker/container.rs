@@ -108,9 +108,9 @@ fn owner_is_gone(label: &str) -> bool {
 
 /// The create request of a hardened container: network `none` (or the
 /// named one), read-only root with a private `/tmp`, every capability
-/// dropped, no new privileges, memory (no swap), CPU and process limits, an
-/// init that reaps orphans, removed by the engine when it stops; the
-/// helper as its main process on an open stdin (closed when the host goes:
+/// dropped, no new privileges, memory (no swap), CPU and process limits,
+/// removed by the engine when it stops; the helper as its PID 1 (no engine
+/// `init`: the helper reaps) on an open stdin (closed when the host goes:
 /// the helper then exits and the engine removes the container).
 pub fn create_body(
     settings: &DockerSettings,
@@ -142,7 +142,9 @@ pub fn create_body(
         memory: Some(memory),
         memory_swap: Some(memory),
         nano_cpus: settings.cpus.map(|c| (c * 1e9) as i64),
-        init: Some(true),
+        // The helper is PID 1 itself: no other process holds its stdin and
+        // stdout, and none in the container can signal it (it reaps).
+        init: Some(false),
         auto_remove: Some(true),
         ..Default::default()
     };

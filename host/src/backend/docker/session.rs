@@ -4,6 +4,11 @@
 //! container died, the engine went away) every running command gets
 //! [`Event::Died`] and the session is marked dead, so the backend makes a
 //! new container on the next call.
+//!
+//! An event is believed only when it carries the nonce its command's
+//! `SPAWN` gave the helper. One that does not (a forged frame: something in
+//! the container reached the helper's channel), or a second `READY`, ends
+//! the session the same way, naming the cause, and the container is removed.
 
 use crate::sync::MutexExt;
 use std::collections::HashMap;
@@ -18,13 +23,53 @@ use futures::StreamExt as _;
 use tokio::io::AsyncWriteExt as _;
 use tokio::sync::{mpsc, oneshot};
 
-use super::protocol::{self, Event};
+use super::protocol::{self, Event, Frame, Nonce};
 use crate::backend::BackendError;
 
 /// How long a new container may take to start its helper.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
-type Routes = Arc<Mutex<HashMap<u32, mpsc::UnboundedSender<Event>>>>;
+/// Where a command's events go (none once its handle is dropped), and the
+/// nonce they must carry.
+struct Route {
+    nonce: Nonce,
+    tx: Option<mpsc::UnboundedSender<Event>>,
+}
+
+/// The commands of a session whose last event (`EXIT`, `SPAWN_ERROR`) has
+/// not come yet.
+#[derive(Default)]
+struct Commands {
+    routes: HashMap<u32, Route>,
+}
+
+impl Commands {
+    /// Hands `frame`'s event to its command, or names why it cannot be the
+    /// helper's: no such command, or not its nonce.
+    fn deliver(&mut self, frame: Frame) -> Result<(), String> {
+        let Some(route) = self.routes.get(&frame.id) else {
+            return Err(format!("an event for command {}, which is not running", frame.id));
+        };
+        if route.nonce != frame.nonce {
+            return Err(format!(
+                "an event for command {} without the nonce toolhost gave it: something in the container wrote into \
+                 the helper's channel",
+                frame.id
+            ));
+        }
+        let done = matches!(frame.event, Event::Exit(_) | Event::SpawnError(..));
+        if let Some(tx) = &route.tx {
+            // A closed receiver (the handle is gone) just discards.
+            let _ = tx.send(frame.event);
+        }
+        if done {
+            self.routes.remove(&frame.id);
+        }
+        Ok(())
+    }
+}
+
+type Routes = Arc<Mutex<Commands>>;
 
 /// A started container with its helper serving.
 pub struct Session {
@@ -115,23 +160,28 @@ impl Session {
         &self.docker
     }
 
-    /// Registers a new command: its id, and where its events arrive.
-    pub fn register(&self) -> (u32, mpsc::UnboundedReceiver<Event>) {
+    /// Registers a new command: its id, its fresh nonce, and where its
+    /// events arrive.
+    pub fn register(&self) -> Result<(u32, Nonce, mpsc::UnboundedReceiver<Event>), BackendError> {
+        let nonce = protocol::nonce()?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::unbounded_channel();
-        self.routes.lock_unpoisoned().insert(id, tx);
+        self.routes.lock_unpoisoned().routes.insert(id, Route { nonce, tx: Some(tx) });
         if !self.is_alive() {
             // The reader may have drained the routes just before: tell this one too.
-            if let Some(tx) = self.routes.lock_unpoisoned().remove(&id) {
+            if let Some(Route { tx: Some(tx), .. }) = self.routes.lock_unpoisoned().routes.remove(&id) {
                 let _ = tx.send(Event::Died("the container had stopped".into()));
             }
         }
-        (id, rx)
+        Ok((id, nonce, rx))
     }
 
-    /// Forgets command `id` (its handle was dropped).
+    /// Stops delivering command `id`'s events (its handle was dropped); the
+    /// events the helper still sends about it are checked and discarded.
     pub fn unregister(&self, id: u32) {
-        self.routes.lock_unpoisoned().remove(&id);
+        if let Some(route) = self.routes.lock_unpoisoned().routes.get_mut(&id) {
+            route.tx = None;
+        }
     }
 
     /// Sends a request frame to the helper.
@@ -167,32 +217,25 @@ async fn read(
         match item {
             Ok(LogOutput::StdOut { message }) => {
                 buf.extend_from_slice(&message);
-                let events = match protocol::drain(&mut buf) {
-                    Ok(e) => e,
-                    Err(e) => {
-                        fault = Some(e);
-                        break;
-                    }
-                };
-                for (cmd, event) in events {
-                    if event == Event::Ready {
-                        if let Some(tx) = ready.take() {
+                let delivered = protocol::drain(&mut buf).and_then(|frames| {
+                    for frame in frames {
+                        if frame.event == Event::Ready {
+                            let tx = ready.take().ok_or_else(|| "a second READY from the helper".to_string())?;
                             let _ = tx.send(());
+                        } else {
+                            routes.lock_unpoisoned().deliver(frame)?;
                         }
-                        continue;
                     }
-                    let done = matches!(event, Event::Exit(_) | Event::SpawnError(..));
-                    let mut routes = routes.lock_unpoisoned();
-                    if let Some(tx) = routes.get(&cmd) {
-                        let _ = tx.send(event);
-                    }
-                    if done {
-                        routes.remove(&cmd);
-                    }
+                    Ok(())
+                });
+                if let Err(e) = delivered {
+                    fault = Some(e);
+                    break;
                 }
             }
             Ok(LogOutput::StdErr { message }) => {
-                tracing::warn!("Docker helper in {id}: {}", String::from_utf8_lossy(&message).trim_end());
+                let text = String::from_utf8_lossy(&message);
+                tracing::warn!("Docker helper in {id}: {}", crate::escape::escaped(text.trim_end(), false));
             }
             Ok(_) => {}
             Err(e) => {
@@ -210,9 +253,34 @@ async fn read(
         "toolhost: the Docker container {} stopped while this command ran ({why}); the next call starts a new one",
         &id[..id.len().min(12)]
     );
-    for (_, tx) in routes.lock_unpoisoned().drain() {
-        let _ = tx.send(Event::Died(text.clone()));
+    for (_, route) in routes.lock_unpoisoned().routes.drain() {
+        if let Some(tx) = route.tx {
+            let _ = tx.send(Event::Died(text.clone()));
+        }
     }
     // A container whose helper failed is not left behind either.
     super::container::remove(&docker, &id).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_events_with_their_commands_nonce_are_delivered() {
+        let mut commands = Commands::default();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let nonce = [9u8; protocol::NONCE_BYTES];
+        commands.routes.insert(4, Route { nonce, tx: Some(tx) });
+        let frame = |id, nonce, event| Frame { id, nonce, event };
+        let forged = commands.deliver(frame(4, [0; protocol::NONCE_BYTES], Event::Exit(0))).unwrap_err();
+        assert!(forged.contains("command 4 without the nonce") && forged.contains("wrote into"), "{forged}");
+        assert!(commands.deliver(frame(5, nonce, Event::Exit(0))).unwrap_err().contains("not running"));
+        commands.deliver(frame(4, nonce, Event::Stdout(b"3 tests FAILED\n".to_vec()))).unwrap();
+        commands.deliver(frame(4, nonce, Event::Exit(1))).unwrap();
+        assert_eq!(rx.try_recv().unwrap(), Event::Stdout(b"3 tests FAILED\n".to_vec()));
+        assert_eq!(rx.try_recv().unwrap(), Event::Exit(1));
+        // After its exit, nothing more is believed about it.
+        assert!(commands.deliver(frame(4, nonce, Event::Exit(0))).is_err());
+    }
 }
