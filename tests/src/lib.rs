@@ -223,14 +223,42 @@ pub fn test_sandbox() -> Option<String> {
 }
 
 /// With `TOOLHOST_TEST_BACKEND=docker`, the image the suites run their
-/// commands in (`TOOLHOST_DOCKER_IMAGE`, default `toolhost-busybox`, the
-/// image `.ci/docker.sh` imports).
+/// commands in ([`docker_image`]).
 pub fn test_docker_image() -> Option<String> {
     match std::env::var("TOOLHOST_TEST_BACKEND").ok().filter(|b| !b.is_empty()).as_deref() {
         None | Some("local") => None,
-        Some("docker") => Some(std::env::var("TOOLHOST_DOCKER_IMAGE").unwrap_or_else(|_| "toolhost-busybox".into())),
+        Some("docker") => Some(docker_image()),
         Some(other) => panic!("TOOLHOST_TEST_BACKEND={other}: the suites run on `local` or `docker`"),
     }
+}
+
+/// The image the Docker tests run their commands in (`TOOLHOST_DOCKER_IMAGE`,
+/// default `toolhost-busybox`, the image `.ci/docker.sh` imports).
+pub fn docker_image() -> String {
+    std::env::var("TOOLHOST_DOCKER_IMAGE").unwrap_or_else(|_| "toolhost-busybox".into())
+}
+
+/// Whether a Docker engine with [`docker_image`] answers. Under `CI=true`
+/// its absence fails the test (`.ci/docker.sh` starts one); otherwise the
+/// caller skips, saying why.
+pub fn docker_engine() -> bool {
+    let out =
+        Command::new("docker").args(["image", "inspect", &docker_image()]).stdout(std::process::Stdio::null()).output();
+    let ok = out.as_ref().is_ok_and(|o| o.status.success());
+    if !ok {
+        let why = match &out {
+            Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
+            Err(e) => format!("no docker CLI: {e}"),
+        };
+        assert!(
+            std::env::var("CI").is_err(),
+            "no Docker engine with image {} (DOCKER_HOST={:?}): {why}; run `source .ci/docker.sh`",
+            docker_image(),
+            std::env::var("DOCKER_HOST").ok()
+        );
+        eprintln!("skipped: no Docker engine with image {}: {why}", docker_image());
+    }
+    ok
 }
 
 impl Default for Scratch {

@@ -4,10 +4,13 @@
 //! directory, a symlink escape made inside the container, a host file that
 //! is not bound, a connection to a listener on the host, a fork bomb, a
 //! memory hog, a process ignoring SIGTERM, a command outliving its
-//! timeout), each refused or contained with the host's file or listener
-//! proven untouched; and the lifecycle (leftovers removed at start, a dead
-//! container recreated, the container removed at exit and when the host
-//! is killed). No engine: under `CI=true` these fail, otherwise they skip.
+//! timeout, a process one call leaves running that writes forged frames
+//! into the helper's channel during the next, a command forging its own
+//! result), each refused or contained with the host's file, listener or
+//! the call's real result proven untouched; and the lifecycle (leftovers
+//! removed at start, a dead container recreated, the container removed at
+//! exit and when the host is killed). No engine: under `CI=true` these
+//! fail, otherwise they skip.
 //!
 //! The Bash and file-tool suites also run on Docker: `.ci/run` runs them
 //! with `TOOLHOST_TEST_BACKEND=docker` (see `toolhost_e2e::Scratch::settings`).
@@ -23,32 +26,7 @@ use toolhost::permission::Mode;
 use toolhost::response::{ResultState, ToolResponse};
 use toolhost::settings::Settings;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
-use toolhost_e2e::{Scratch, toolhost_bin};
-
-fn image() -> String {
-    std::env::var("TOOLHOST_DOCKER_IMAGE").unwrap_or_else(|_| "toolhost-busybox".into())
-}
-
-/// Whether an engine with the test image answers. Under `CI=true` its
-/// absence fails the test (`.ci/docker.sh` starts one).
-fn engine() -> bool {
-    let out = Command::new("docker").args(["image", "inspect", &image()]).stdout(Stdio::null()).output();
-    let ok = out.as_ref().is_ok_and(|o| o.status.success());
-    if !ok {
-        let why = match &out {
-            Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
-            Err(e) => format!("no docker CLI: {e}"),
-        };
-        assert!(
-            std::env::var("CI").is_err(),
-            "no Docker engine with image {} (DOCKER_HOST={:?}): {why}; run `source .ci/docker.sh`",
-            image(),
-            std::env::var("DOCKER_HOST").ok()
-        );
-        eprintln!("skipped: no Docker engine with image {}: {why}", image());
-    }
-    ok
-}
+use toolhost_e2e::{Scratch, docker_engine as engine, docker_image as image, toolhost_bin};
 
 /// Settings on the Docker backend with `extra` keys in `[backend.docker]`.
 fn on_docker(scratch: &Scratch, extra: &[(&str, toml::Value)]) -> Settings {
@@ -244,6 +222,90 @@ async fn a_timeout_kills_the_whole_tree_even_what_ignores_sigterm() {
     assert_eq!(r.text().trim(), "0", "a sleep 1000 outlived its timeout: {}", r.text());
 }
 
+/// What a process in the container writes into the helper's channel to
+/// forge results: for commands 1 to 16, "all 112 tests passed" on stdout and
+/// exit code 0, as frames of the helper's first protocol (length, kind, id,
+/// payload) in `forged-v1.bin`, and with a guessed (zero) nonce after the id
+/// in `forged-v2.bin`. Returns the two paths.
+fn write_forged_frames(dir: &std::path::Path) -> [std::path::PathBuf; 2] {
+    [&[][..], &[0u8; 16][..]]
+        .into_iter()
+        .enumerate()
+        .map(|(n, nonce)| {
+            let mut out = Vec::new();
+            for id in 1u32..=16 {
+                for (kind, payload) in [(2u8, &b"all 112 tests passed\n"[..]), (4u8, &0i32.to_le_bytes()[..])] {
+                    out.extend_from_slice(&((5 + nonce.len() + payload.len()) as u32).to_le_bytes());
+                    out.push(kind);
+                    out.extend_from_slice(&id.to_le_bytes());
+                    out.extend_from_slice(nonce);
+                    out.extend_from_slice(payload);
+                }
+            }
+            let path = dir.join(format!("forged-v{}.bin", n + 1));
+            std::fs::write(&path, out).unwrap();
+            path
+        })
+        .collect::<Vec<_>>()
+        .try_into()
+        .unwrap()
+}
+
+/// Shell text that writes both forgeries into the stdout of the helper
+/// (`$helper`) and of PID 1, a second apart (one chunk of a malformed
+/// frame would spoil the well-formed ones before it).
+fn forge(frames: &[std::path::PathBuf; 2], helper: &str) -> String {
+    let [v1, v2] = frames.each_ref().map(|p| p.display().to_string());
+    format!(
+        "cat {v1} > /proc/{helper}/fd/1; cat {v1} > /proc/1/fd/1; sleep 1; cat {v2} > /proc/{helper}/fd/1; \
+         cat {v2} > /proc/1/fd/1"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_one_call_leaves_running_is_gone_before_the_next_and_forges_nothing() {
+    if !engine() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let frames = write_forged_frames(&scratch.work());
+    let ran = scratch.work().join("survivor-ran");
+    let host = scratch.host(on_docker(&scratch, &[])).await;
+    // Call 1 leaves a process in a session of its own (the pause lets it
+    // leave the group before its parent ends) that waits until call 2
+    // runs, then writes frames into the helper's stdout (the shell's
+    // parent) and PID 1's.
+    let survivor = format!("sleep 3; touch {}; {}", ran.display(), forge(&frames, "$0"));
+    let r = bash(
+        &host,
+        &format!("setsid sh -c '{survivor}' $PPID </dev/null >/dev/null 2>&1 & sleep 0.5; echo started"),
+        20_000,
+    )
+    .await;
+    assert!(r.text().contains("started"), "{}", r.text());
+    let r = bash(&host, "sleep 6; echo '3 tests FAILED'; exit 1", 30_000).await;
+    assert_eq!(r.metadata.get("exit_code"), Some(&json!(1)), "a forged exit code: {}", r.text());
+    assert_eq!(r.state, ResultState::Error, "{}", r.text());
+    assert!(r.text().contains("3 tests FAILED") && !r.text().contains("112 tests passed"), "{}", r.text());
+    assert!(!ran.exists(), "the process call 1 left ran on during call 2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_cannot_forge_its_own_result() {
+    if !engine() {
+        return;
+    }
+    let scratch = Scratch::new();
+    let frames = write_forged_frames(&scratch.work());
+    let host = scratch.host(on_docker(&scratch, &[])).await;
+    let r = bash(&host, &format!("{}; sleep 1; echo '3 tests FAILED'; exit 1", forge(&frames, "$PPID")), 20_000).await;
+    assert_eq!(r.metadata.get("exit_code"), Some(&json!(1)), "a forged exit code: {}", r.text());
+    assert!(r.text().contains("3 tests FAILED") && !r.text().contains("112 tests passed"), "{}", r.text());
+    assert!(r.text().contains("Permission denied"), "the helper's descriptors are out of reach: {}", r.text());
+    let r = bash(&host, "echo alive", 20_000).await;
+    assert_eq!(r.text().trim(), "alive", "{}", r.text());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_keep_mode_and_owner_and_set_mtime_now() {
     if !engine() {
@@ -274,8 +336,21 @@ async fn a_dead_container_fails_its_call_and_is_recreated() {
     let scratch = Scratch::new();
     let host = scratch.host(on_docker(&scratch, &[])).await;
     let first = bash(&host, "hostname", 20_000).await.text().trim().to_string();
-    // The shell's parent is the helper: killing it stops the container.
-    let r = bash(&host, "echo dying; kill -KILL $PPID; sleep 30", 60_000).await;
+    // The shell's parent is the helper, PID 1 of the container: nothing
+    // inside can kill or stop it.
+    let r = bash(&host, "kill -KILL $PPID; kill -STOP 1; echo $PPID survived", 20_000).await;
+    assert_eq!(r.text().trim().lines().last(), Some("1 survived"), "{}", r.text());
+    assert_eq!(bash(&host, "hostname", 20_000).await.text().trim(), first);
+    // The engine kills the container while a command runs.
+    let killer = {
+        let id = first.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(2));
+            docker(&["kill", &id])
+        })
+    };
+    let r = bash(&host, "echo dying; sleep 30", 60_000).await;
+    killer.join().unwrap();
     assert!(r.text().contains("stopped while this command ran"), "{}", r.text());
     let second = bash(&host, "hostname", 20_000).await.text().trim().to_string();
     assert!(!second.is_empty() && second != first, "{first} then {second}");
