@@ -262,6 +262,14 @@ fn forge(frames: &[std::path::PathBuf; 2], helper: &str) -> String {
     )
 }
 
+/// The result of a command that printed `3 tests FAILED` and exited 1, as
+/// it was and not as forged.
+fn assert_the_real_result(r: &ToolResponse) {
+    assert_eq!(r.metadata.get("exit_code"), Some(&json!(1)), "a forged exit code: {}", r.text());
+    assert_eq!(r.state, ResultState::Error, "{}", r.text());
+    assert!(r.text().contains("3 tests FAILED") && !r.text().contains("112 tests passed"), "{}", r.text());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_one_call_leaves_running_is_gone_before_the_next_and_forges_nothing() {
     if !engine() {
@@ -284,9 +292,7 @@ async fn what_one_call_leaves_running_is_gone_before_the_next_and_forges_nothing
     .await;
     assert!(r.text().contains("started"), "{}", r.text());
     let r = bash(&host, "sleep 6; echo '3 tests FAILED'; exit 1", 30_000).await;
-    assert_eq!(r.metadata.get("exit_code"), Some(&json!(1)), "a forged exit code: {}", r.text());
-    assert_eq!(r.state, ResultState::Error, "{}", r.text());
-    assert!(r.text().contains("3 tests FAILED") && !r.text().contains("112 tests passed"), "{}", r.text());
+    assert_the_real_result(&r);
     assert!(!ran.exists(), "the process call 1 left ran on during call 2");
 }
 
@@ -299,8 +305,7 @@ async fn a_command_cannot_forge_its_own_result() {
     let frames = write_forged_frames(&scratch.work());
     let host = scratch.host(on_docker(&scratch, &[])).await;
     let r = bash(&host, &format!("{}; sleep 1; echo '3 tests FAILED'; exit 1", forge(&frames, "$PPID")), 20_000).await;
-    assert_eq!(r.metadata.get("exit_code"), Some(&json!(1)), "a forged exit code: {}", r.text());
-    assert!(r.text().contains("3 tests FAILED") && !r.text().contains("112 tests passed"), "{}", r.text());
+    assert_the_real_result(&r);
     assert!(r.text().contains("Permission denied"), "the helper's descriptors are out of reach: {}", r.text());
     let r = bash(&host, "echo alive", 20_000).await;
     assert_eq!(r.text().trim(), "alive", "{}", r.text());
