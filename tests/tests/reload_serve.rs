@@ -251,3 +251,46 @@ fn a_broken_update_is_sent_to_mcp_clients_as_a_log_message() {
     assert_eq!(results(at_critical)["messages"], serde_json::json!([]), "a client at `critical` is sent no error");
     drop(server);
 }
+
+/// Issue 29, item 8: a file name is whoever made the file's text. A broken
+/// plugin named with bidi controls, C1, DEL, ESC and a zero-width space
+/// reaches an MCP client's log message and `toolhost status` escaped.
+#[test]
+fn a_hostile_file_name_reaches_log_messages_and_status_escaped() {
+    use toolhost_e2e::shown::{HOSTILE, RAW, assert_escaped};
+    let Some(py) = mcp_python() else { return };
+    let (scratch, plugins) = plugins_with("swap-v1");
+    let dir = plugins.display().to_string();
+    let server = HttpServer::start_with(&scratch, &["--no-builtins", "--plugins", &dir], &["--watch"]);
+    let transport = server.transport(None);
+    let ready = scratch.dir.path().join("ready");
+    let params = serde_json::json!({"level": "error", "ready": ready.display().to_string(), "count": 1, "seconds": 60});
+    let listening = toolhost_e2e::mcp::client_command(py, &scratch, &transport, "legacy", "log_messages", &params)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("running the Python MCP client");
+    let start = Instant::now();
+    while !ready.exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "the client did not connect");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let tmp = scratch.dir.path().join(".evil.part");
+    std::fs::write(&tmp, b"not a component").unwrap();
+    std::fs::rename(&tmp, plugins.join(format!("evil{HOSTILE}.wasm"))).unwrap();
+
+    let got = results(listening);
+    let data = &got["messages"][0]["data"];
+    assert_escaped(data["file"].as_str().unwrap_or_default(), "the log message's file");
+    let error = data["error"].as_str().unwrap_or_default();
+    assert!(!error.is_empty() && !RAW.iter().any(|c| error.contains(*c)), "{error:?}");
+
+    status_until(&scratch, "the broken file is reported", |reports| {
+        let files = reports.as_array().into_iter().flatten().flat_map(|r| r["files"].as_array().into_iter().flatten());
+        files.into_iter().any(|f| f["file"].as_str().is_some_and(|p| p.contains("evil")) && !f["last_error"].is_null())
+    });
+    let out = scratch.cli(&["status"]);
+    let (stdout, stderr) = toolhost_e2e::text(&out);
+    assert!(out.status.success() && stdout.contains("last reload error"), "{stdout}{stderr}");
+    assert_escaped(&stdout, "toolhost status");
+    drop(server);
+}
