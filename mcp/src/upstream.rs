@@ -103,7 +103,8 @@ impl Default for Retry {
 /// again in the background as `retry` says, every failure logged (`warn`)
 /// with its cause and the next wait; once it starts its tools are offered
 /// (which moves [`Toolhost::tool_list_changes`]). Returns the problems of
-/// the first attempt. For `toolhost serve`.
+/// the first attempt (those of a server tried again say so). For
+/// `toolhost serve`.
 pub async fn connect_servers_retrying(host: &Toolhost, retry: Retry) -> Vec<String> {
     connect(host, |_| true, Some(retry)).await
 }
@@ -120,12 +121,13 @@ async fn connect(host: &Toolhost, wanted: impl Fn(&str) -> bool, retry: Option<R
     for (server, result) in servers.into_iter().zip(results) {
         match result {
             Ok(not_offered) => problems.extend(not_offered),
-            Err(unavailable) => {
-                problems.push(unavailable);
-                if let Some(retry) = retry {
+            Err(unavailable) => match retry {
+                Some(retry) => {
+                    problems.push(format!("{unavailable} (tried again in the background)"));
                     tokio::spawn(server.keep_starting(retry));
                 }
-            }
+                None => problems.push(unavailable),
+            },
         }
     }
     problems

@@ -445,3 +445,25 @@ async fn a_list_changed_storm_is_coalesced_and_its_last_change_kept() {
     eprintln!("{relists} re-lists for a storm of 2000 notifications in {storm_ms} ms");
     assert!(relists <= most, "{relists} re-lists for a storm of 2000 notifications in {storm_ms} ms (at most {most})");
 }
+
+/// A server's own words reach serve's log (a person reads it) through the
+/// escaper: the error of a listing that fails, logged with each retry.
+#[test]
+fn serve_logs_a_server_s_error_text_escaped() {
+    let scratch = Scratch::new();
+    let count = scratch.outside("count.txt");
+    scratch.settings_file(&hostile_table("up", "failing-list", &count, ""));
+    let server = toolhost_e2e::mcp::HttpServer::start_with(&scratch, &[], &[]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let retried = loop {
+        let line =
+            server.stderr.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("a retry logged");
+        if line.contains("retry 1 of") {
+            break line;
+        }
+    };
+    // The message, after the log's own (coloured) time and level.
+    let message = &retried[retried.find("MCP server up").expect("the server named")..];
+    assert!(message.contains("listing its tools failed: Mcp error: -32603: cannot list"), "{message:?}");
+    toolhost_e2e::shown::assert_escaped(message, "serve's log");
+}

@@ -12,6 +12,8 @@
 //! - `storm`: the tool `storm` sends `{"notifications": N}` list_changed
 //!   notifications as fast as it can; from then on the list also holds
 //!   `after_storm`.
+//! - `failing-list`: every `tools/list` fails with an error whose message
+//!   is [`toolhost_e2e::shown::HOSTILE`].
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -35,6 +37,7 @@ enum Mode {
     EndlessPages,
     EmptyPages,
     Storm,
+    FailingList,
 }
 
 #[derive(Clone)]
@@ -79,6 +82,9 @@ impl ServerHandler for Hostile {
                 }
             }
             Mode::EmptyPages => {}
+            Mode::FailingList => {
+                return Err(ErrorData::internal_error(format!("cannot list{}", toolhost_e2e::shown::HOSTILE), None));
+            }
             Mode::Storm => {
                 tools.push(Tool::new("storm", "Sends list_changed notifications.", schema()));
                 if self.stormed.load(Ordering::SeqCst) {
@@ -117,6 +123,7 @@ pub async fn serve(mode: &str, count: PathBuf) -> Result<()> {
         "endless-pages" => Mode::EndlessPages,
         "empty-pages" => Mode::EmptyPages,
         "storm" => Mode::Storm,
+        "failing-list" => Mode::FailingList,
         other => bail!("unknown hostile mode {other}"),
     };
     let server = Hostile { mode, count: Arc::new(count), stormed: Arc::default() };
