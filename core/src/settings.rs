@@ -219,9 +219,9 @@ pub struct McpServerSettings {
     /// [`DEFAULT_MAX_LIST_PAGES`]); a listing that still has a `nextCursor`
     /// there stops, and what it listed is offered and the stop reported.
     pub max_list_pages: Option<u64>,
-    /// The most bytes of tool entries (as JSON) read from this server's
-    /// `tools/list` in all (default [`DEFAULT_MAX_LIST_BYTES`]); as
-    /// `max_list_pages` at the bound.
+    /// The most bytes of `tools/list` pages (as JSON, everything a page
+    /// carries) read from this server in all (default
+    /// [`DEFAULT_MAX_LIST_BYTES`]); as `max_list_pages` at the bound.
     pub max_list_bytes: Option<u64>,
 }
 

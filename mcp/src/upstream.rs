@@ -188,7 +188,7 @@ impl Upstream {
                 let params = PaginatedRequestParams::default().with_cursor(cursor);
                 let page = service.peer().list_tools(Some(params)).await;
                 let page = page.map_err(|e| format!("listing its tools failed: {e}"))?;
-                let bytes = json_size(&page);
+                let bytes = toolhost::response::json_len(&page);
                 cursor = page.next_cursor;
                 let tools = page.tools.into_iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
                 if !listing.add_page(tools, bytes, cursor.is_some()) {
@@ -386,21 +386,4 @@ impl ClientHandler for Notified {
             upstream.relist_soon();
         }
     }
-}
-
-/// The size of `value` as JSON text, counted without writing it anywhere.
-fn json_size(value: &impl serde::Serialize) -> u64 {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len() as u64;
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
