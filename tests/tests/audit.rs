@@ -316,10 +316,10 @@ fn the_cli_logs_call_and_run_and_replay_reports_each_changed_decision() {
 }
 
 /// Issue 29, item 13: a forged line of an audit log (whoever wrote the file
-/// it was copied from) carries terminal escapes in its `rule`, `tool` and
-/// `call_id` — an OSC 8 hyperlink ended by BEL, a one-byte CSI, a
-/// right-to-left override, a zero-width space —; `toolhost audit replay`
-/// prints every field through the escaper.
+/// it was copied from) carries terminal escapes in its `rule` and `call_id`
+/// — an OSC 8 hyperlink ended by BEL, a one-byte CSI, a right-to-left
+/// override, a zero-width space —; `toolhost audit replay` prints every
+/// field through the escaper.
 #[test]
 fn replay_prints_every_field_of_a_forged_line_escaped() {
     use toolhost_e2e::shown::{HOSTILE, assert_escaped};
