@@ -228,7 +228,7 @@ impl Global {
         let host = self.host_alone(true).await?;
         let retry = toolhost_mcp::upstream::Retry::default();
         for problem in toolhost_mcp::upstream::connect_servers_retrying(&host, retry).await {
-            eprintln!("warning: {} (tried again in the background)", crate::shown::line(&problem));
+            eprintln!("warning: {}", crate::shown::line(&problem));
         }
         Ok(host)
     }

@@ -46,7 +46,10 @@ pub async fn replay(global: &Global, args: ReplayArgs) -> Result<u8> {
                 Ok(d) => d.to_string(),
                 Err(e) => format!("cannot be decided: {e}"),
             };
-            outln!("line {}: {} {}: {} -> {}", c.line, line(&c.tool), line(&c.call_id), c.before, line(&after));
+            // Every field the log gave is someone's text (a forged line's
+            // rule can hold escapes): each goes through the escaper.
+            let before = c.before.to_string();
+            outln!("line {}: {} {}: {} -> {}", c.line, line(&c.tool), line(&c.call_id), line(&before), line(&after));
         }
         let mut summary = format!("{} call(s) replayed, {} changed", report.replayed, report.changes.len());
         if report.undecided > 0 {

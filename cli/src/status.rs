@@ -34,7 +34,7 @@ pub fn status(global: &Global, args: StatusArgs) -> Result<u8> {
             outln!("  {name}  ({:?})", f.kind);
             outln!("    file:    {}", line(&f.file.display().to_string()));
             if !f.sha256.is_empty() {
-                outln!("    sha256:  {}", f.sha256);
+                outln!("    sha256:  {}", line(&f.sha256));
             }
             outln!("    grants:  {}", line(&f.grants));
             if let Some(error) = &f.last_error {

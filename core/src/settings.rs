@@ -215,7 +215,25 @@ pub struct McpServerSettings {
     /// Default true, as AgentScope does; false makes every tool of this
     /// server ask unless an allow rule says otherwise.
     pub trust_read_only_hints: Option<bool>,
+    /// The most `tools/list` pages read from this server (default
+    /// [`DEFAULT_MAX_LIST_PAGES`]); a listing that still has a `nextCursor`
+    /// there stops, and what it listed is offered and the stop reported.
+    pub max_list_pages: Option<u64>,
+    /// The most bytes of `tools/list` pages (as JSON, everything a page
+    /// carries) read from this server in all (default
+    /// [`DEFAULT_MAX_LIST_BYTES`]); as `max_list_pages` at the bound.
+    pub max_list_bytes: Option<u64>,
 }
+
+/// The default `[mcp_servers.NAME] max_list_pages`: a server that pages
+/// its 1024 tools (the most toolhost takes) needs 128 pages only if it
+/// lists fewer than 8 on each.
+pub const DEFAULT_MAX_LIST_PAGES: u64 = 128;
+
+/// The default `[mcp_servers.NAME] max_list_bytes` (16 MiB): 16 KiB for each
+/// of the 1024 tools toolhost takes, several times what real servers' tools
+/// take (a description and a schema are a few KiB).
+pub const DEFAULT_MAX_LIST_BYTES: u64 = 16 << 20;
 
 impl McpServerSettings {
     /// Checks the table of server `name`: a name the tool names can carry
@@ -242,8 +260,22 @@ impl McpServerSettings {
             (None, Some(_)) if !self.args.is_empty() || !self.env.is_empty() => {
                 Err(format!("[mcp_servers.{name}]: `args` and `env` apply only to a server started by `command`"))
             }
+            _ if self.max_list_pages == Some(0) || self.max_list_bytes == Some(0) => Err(format!(
+                "[mcp_servers.{name}]: `max_list_pages` and `max_list_bytes` must be at least 1 (leave them out \
+                 for the defaults, {DEFAULT_MAX_LIST_PAGES} pages and {DEFAULT_MAX_LIST_BYTES} bytes)"
+            )),
             _ => Ok(()),
         }
+    }
+
+    /// The most `tools/list` pages read (`max_list_pages`).
+    pub fn list_pages(&self) -> u64 {
+        self.max_list_pages.unwrap_or(DEFAULT_MAX_LIST_PAGES)
+    }
+
+    /// The most bytes of tool entries read (`max_list_bytes`).
+    pub fn list_bytes(&self) -> u64 {
+        self.max_list_bytes.unwrap_or(DEFAULT_MAX_LIST_BYTES)
     }
 
     /// Whether `readOnlyHint` is believed (default true).

@@ -1,6 +1,13 @@
 //! The engine's asks (and AskUser's questions) as MCP elicitation forms,
 //! and the sealed, single-use request state of 2026-07-28's multi-round-trip
 //! requests.
+//!
+//! A form is read by a person, and everything in it but toolhost's own
+//! words is someone else's text (the model's input and questions, a
+//! plugin's check message, a rule it suggests): the message, the field
+//! titles and the choices' titles and values go through the one escaper
+//! ([`toolhost::escape`]), as the terminal prompt does, so a bidi control,
+//! a terminal escape or an invisible character shows as an escape.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use toolhost::ask_user::{self, Questions, answers_result};
+use toolhost::escape::line;
 use toolhost::permission::Decision;
 use toolhost::{ExternalResult, PermissionAnswer, PermissionRequest};
 
@@ -37,13 +45,14 @@ fn can_remember(decision: &Decision) -> bool {
 /// there are rules to remember), deny.
 pub(crate) fn permission_form(req: &PermissionRequest) -> ElicitRequestParams {
     let d = &req.decision;
-    let mut message = format!("{} wants to run with {}\n{}", req.tool, req.input, d.message);
+    let mut message =
+        format!("{} wants to run with {}\n{}", line(&req.tool), line(&req.input.to_string()), line(&d.message));
     if let Some(reason) = &d.reason {
-        message.push_str(&format!("\n({reason})"));
+        message.push_str(&format!("\n({})", line(reason)));
     }
     let (mut values, mut titles) = (vec![ALLOW_ONCE.to_string()], vec!["Allow once".to_string()]);
     if can_remember(d) {
-        let rules: Vec<String> = d.suggested_rules.iter().map(|r| r.to_string()).collect();
+        let rules: Vec<String> = d.suggested_rules.iter().map(|r| line(&r.to_string()).into_owned()).collect();
         values.push(ALLOW_AND_REMEMBER.into());
         titles.push(format!("Allow and remember {}", rules.join(", ")));
     }
@@ -97,16 +106,20 @@ pub(crate) fn not_asked(req: &PermissionRequest) -> String {
 }
 
 /// The form for AskUser's questions (its validated input): one choice per
-/// question (several for multi-select), plus an optional free answer.
+/// question (several for multi-select), plus an optional free answer. The
+/// model's text is shown escaped, the choices' values too: an answer names
+/// an option by its escaped label ([`ask_user_result`] maps it back).
 pub(crate) fn ask_user_form(input: &Value) -> Option<ElicitRequestParams> {
     let q = Questions::from_input(input).ok()?;
     let mut schema = ElicitationSchema::builder();
     let mut message = String::from("The agent asks:");
     for (i, question) in q.questions.iter().enumerate() {
-        message.push_str(&format!("\n[{}] {}", question.header, question.question));
-        let values: Vec<String> = question.options.iter().map(|o| o.label.clone()).collect();
-        let titles: Vec<String> = question.options.iter().map(|o| format!("{} — {}", o.label, o.description)).collect();
-        let builder = EnumSchema::builder(values).title(question.header.clone()).enum_titles(titles).ok()?;
+        message.push_str(&format!("\n[{}] {}", line(&question.header), line(&question.question)));
+        let values: Vec<String> = question.options.iter().map(|o| line(&o.label).into_owned()).collect();
+        let titles: Vec<String> =
+            question.options.iter().map(|o| format!("{} — {}", line(&o.label), line(&o.description))).collect();
+        let builder =
+            EnumSchema::builder(values).title(line(&question.header).into_owned()).enum_titles(titles).ok()?;
         let choice = if question.multi_select { builder.multiselect().build() } else { builder.build() };
         schema = schema.optional_enum_schema(format!("q{i}"), choice).optional_string(format!("q{i}_other"));
     }
@@ -127,13 +140,18 @@ pub(crate) fn ask_user_result(input: &Value, result: &ElicitResult) -> Option<Ex
         .iter()
         .enumerate()
         .map(|(i, question)| {
-            // Only labels the question offered count as selected.
+            // Only labels the question offered count as selected; the
+            // form offered each as its escaped text.
             let picked: Vec<String> = match content.get(format!("q{i}")) {
                 Some(Value::String(s)) => vec![s.clone()],
                 Some(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
                 _ => Vec::new(),
             };
-            let selected = picked.into_iter().filter(|p| question.options.iter().any(|o| &o.label == p)).collect();
+            let selected = picked
+                .iter()
+                .filter_map(|p| question.options.iter().find(|o| line(&o.label) == p.as_str()))
+                .map(|o| o.label.clone())
+                .collect();
             let other = content.get(format!("q{i}_other")).and_then(Value::as_str).filter(|s| !s.is_empty());
             ask_user::Answer { question: question.question.clone(), selected, other: other.map(str::to_string) }
         })

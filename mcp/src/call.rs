@@ -61,7 +61,9 @@ pub(crate) async fn drive(
             CallEvent::Chunk(chunk) => {
                 if let Some(token) = &progress {
                     sent += 1;
-                    let mut message = chunk_text(&chunk.content);
+                    // Shown to a person by the client: escaped (the result
+                    // carries the exact text).
+                    let mut message = toolhost::escape::block(&chunk_text(&chunk.content)).into_owned();
                     if message.len() > MAX_PROGRESS_MESSAGE {
                         let mut cut = MAX_PROGRESS_MESSAGE;
                         while !message.is_char_boundary(cut) {

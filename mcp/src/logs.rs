@@ -10,6 +10,12 @@
 //! 2026-07-28 (SEP-2577): there a message reaches a client only inside a
 //! request that opted in, and these errors belong to no request, so those
 //! clients read them in `toolhost status` (and the server's log).
+//!
+//! A client shows a message to a person, and its strings are not all
+//! toolhost's words: a file's name is whoever made the file's, an error can
+//! quote what a plugin said. Each goes through the one escaper
+//! ([`toolhost::escape`]): the file and name on one line, the error with
+//! its line breaks kept.
 #![allow(deprecated)] // rmcp marks the logging types deprecated (SEP-2577); 2025-11-25 clients still use them.
 
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -20,6 +26,7 @@ use serde_json::json;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use toolhost::Toolhost;
+use toolhost::escape::{block, line};
 use toolhost::loading::FailedLoad;
 use toolhost::reload::FileStatus;
 
@@ -87,11 +94,11 @@ pub(crate) fn reload_error(status: &FileStatus) -> Option<LoggingMessageNotifica
         if status.sha256.is_empty() { "nothing from this file serves" } else { "the previous version keeps serving" };
     let data = json!({
         "event": "reload-error",
-        "file": status.file,
-        "name": status.name,
-        "error": error,
+        "file": line(&status.file.display().to_string()),
+        "name": status.name.as_deref().map(line),
+        "error": block(error),
         "serving": serving,
-        "serving_sha256": status.sha256,
+        "serving_sha256": line(&status.sha256),
     });
     Some(LoggingMessageNotificationParam::new(LoggingLevel::Error, data).with_logger("toolhost.reload"))
 }
@@ -101,9 +108,9 @@ pub(crate) fn reload_error(status: &FileStatus) -> Option<LoggingMessageNotifica
 pub(crate) fn load_error(failed: &FailedLoad) -> LoggingMessageNotificationParam {
     let data = json!({
         "event": "load-error",
-        "file": failed.file,
-        "sha256": failed.sha256,
-        "error": failed.error,
+        "file": line(&failed.file.display().to_string()),
+        "sha256": line(&failed.sha256),
+        "error": block(&failed.error),
     });
     LoggingMessageNotificationParam::new(LoggingLevel::Error, data).with_logger("toolhost.load")
 }
@@ -193,5 +200,24 @@ mod tests {
         assert_eq!(message.logger.as_deref(), Some("toolhost.reload"));
         assert_eq!(message.data["error"], "does not compile");
         assert_eq!(message.data["serving"], "the previous version keeps serving");
+    }
+
+    #[test]
+    fn a_message_shows_someone_else_s_text_escaped() {
+        let hostile = "evil\u{202e}\u{2066}\u{9b}\u{7f}\x1b[2J\u{200b}";
+        let status = FileStatus {
+            file: format!("/p/{hostile}.wasm").into(),
+            kind: toolhost::reload::FileKind::Tool,
+            name: None,
+            sha256: String::new(),
+            grants: "nothing".into(),
+            last_error: Some(format!("line one\n{hostile}")),
+        };
+        let data = reload_error(&status).expect("a message").data;
+        let shown = "evil\\u{202e}\\u{2066}\\u{009b}\\x7f\\x1b[2J\\u{200b}";
+        assert_eq!(data["file"], format!("/p/{shown}.wasm"));
+        assert_eq!(data["error"], format!("line one\n{shown}"));
+        let failed = FailedLoad { file: status.file.clone(), sha256: "ab".into(), error: hostile.into() };
+        assert_eq!(load_error(&failed).data["error"], shown);
     }
 }

@@ -16,6 +16,16 @@
 //! offer the new set, which moves [`Toolhost::tool_list_changes`] (and so
 //! the list_changed toolhost sends its own MCP clients).
 //!
+//! A server is hostile input, its listing too. The pages of a `tools/list`
+//! are read within the bounds of [`toolhost::catalog::upstream::Listing`]
+//! (pages, bytes, tools; a server that pages on for ever stops there, what
+//! it listed is offered and the stop reported). A storm of list_changed
+//! notifications is coalesced: at most one re-list runs and one waits,
+//! [`RELIST_INTERVAL`] apart, on the connection that sent them (a
+//! notification never starts a server). A problem is reported once: a
+//! re-list that finds the same ones logs nothing new. What a server says
+//! is logged through the escaper.
+//!
 //! The client speaks 2025-11-25 (`initialize`), where a server's
 //! list-changed notifications need no subscription.
 //!
@@ -28,21 +38,30 @@
 
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, PaginatedRequestParams, ProtocolVersion};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::Value;
 use tokio::sync::Mutex;
 use toolhost::Toolhost;
+use toolhost::catalog::upstream::Listing;
+use toolhost::escape::line;
 use toolhost::execution::upstream::UpstreamServer;
 use toolhost::settings::McpServerSettings;
+use toolhost::sync::MutexExt as _;
 
 /// A running connection to one server.
 type Service = RunningService<RoleClient, Notified>;
+
+/// The least time between two re-lists of one server that its
+/// list_changed notifications ask for: a storm of them lists it at most
+/// once per interval.
+pub const RELIST_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Starts every configured upstream server and offers its tools. Returns
 /// one line per problem: a server that did not start (with the cause and
@@ -84,7 +103,8 @@ impl Default for Retry {
 /// again in the background as `retry` says, every failure logged (`warn`)
 /// with its cause and the next wait; once it starts its tools are offered
 /// (which moves [`Toolhost::tool_list_changes`]). Returns the problems of
-/// the first attempt. For `toolhost serve`.
+/// the first attempt (those of a server tried again say so). For
+/// `toolhost serve`.
 pub async fn connect_servers_retrying(host: &Toolhost, retry: Retry) -> Vec<String> {
     connect(host, |_| true, Some(retry)).await
 }
@@ -101,12 +121,13 @@ async fn connect(host: &Toolhost, wanted: impl Fn(&str) -> bool, retry: Option<R
     for (server, result) in servers.into_iter().zip(results) {
         match result {
             Ok(not_offered) => problems.extend(not_offered),
-            Err(unavailable) => {
-                problems.push(unavailable);
-                if let Some(retry) = retry {
+            Err(unavailable) => match retry {
+                Some(retry) => {
+                    problems.push(format!("{unavailable} (tried again in the background)"));
                     tokio::spawn(server.keep_starting(retry));
                 }
-            }
+                None => problems.push(unavailable),
+            },
         }
     }
     problems
@@ -120,35 +141,115 @@ pub struct Upstream {
     service: Mutex<Option<Arc<Service>>>,
     /// Itself, for the notification handler of each new connection.
     me: std::sync::Weak<Upstream>,
+    /// A re-list waits for its turn (later notifications fold into it).
+    relist_queued: AtomicBool,
+    /// Held by the re-list that runs; when the last one started.
+    relisting: Mutex<Option<tokio::time::Instant>>,
+    /// The problems reported last, so that the same ones are not reported
+    /// again on every re-list.
+    reported: std::sync::Mutex<Vec<String>>,
 }
 
 impl Upstream {
     fn new(host: Toolhost, name: String, settings: McpServerSettings) -> Arc<Self> {
-        Arc::new_cyclic(|me| Self { host, name, settings, service: Mutex::new(None), me: me.clone() })
+        Arc::new_cyclic(|me| Self {
+            host,
+            name,
+            settings,
+            service: Mutex::new(None),
+            me: me.clone(),
+            relist_queued: AtomicBool::new(false),
+            relisting: Mutex::new(None),
+            reported: std::sync::Mutex::new(Vec::new()),
+        })
     }
 
     /// Lists the server's tools (starting it if need be) and offers them:
-    /// the tools that were not offered, or why the server cannot be
-    /// reached (then it offers nothing).
+    /// the problems not reported before (a bound the listing stopped at, a
+    /// tool that was not offered), or why the server cannot be reached
+    /// (then it offers nothing).
     async fn refresh(self: Arc<Self>) -> Result<Vec<String>, String> {
-        let listed = async {
-            let service = self.running().await?;
-            tokio::time::timeout(self.settings.startup_timeout(), service.peer().list_all_tools())
-                .await
-                .map_err(|_| format!("it did not list its tools within {:?}", self.settings.startup_timeout()))?
-                .map_err(|e| format!("listing its tools failed: {e}"))
-        }
-        .await;
+        let listed = match self.running().await {
+            Ok(service) => self.list(&service).await,
+            Err(e) => Err(e),
+        };
+        self.offer(listed)
+    }
+
+    /// Reads the server's `tools/list`, page by page, within the bounds of
+    /// its settings and its start-up time: the entries, and the bound the
+    /// reading stopped at.
+    async fn list(&self, service: &Service) -> Result<(Vec<Value>, Option<String>), String> {
+        let timeout = self.settings.startup_timeout();
+        let read = async {
+            let mut listing = Listing::new(&self.name, &self.settings);
+            let mut cursor = None;
+            loop {
+                let params = PaginatedRequestParams::default().with_cursor(cursor);
+                let page = service.peer().list_tools(Some(params)).await;
+                let page = page.map_err(|e| format!("listing its tools failed: {e}"))?;
+                let bytes = toolhost::response::json_len(&page);
+                cursor = page.next_cursor;
+                let tools = page.tools.into_iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
+                if !listing.add_page(tools, bytes, cursor.is_some()) {
+                    return Ok(listing.finish());
+                }
+            }
+        };
+        tokio::time::timeout(timeout, read)
+            .await
+            .map_err(|_| format!("it did not list its tools within {timeout:?}"))?
+    }
+
+    /// Offers what `listed` read (or withdraws the server's tools when it
+    /// could not be read).
+    fn offer(self: Arc<Self>, listed: Result<(Vec<Value>, Option<String>), String>) -> Result<Vec<String>, String> {
         match listed {
-            Ok(tools) => {
-                let listing: Vec<Value> = tools.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
-                Ok(self.host.offer_upstream_tools(&self.name, &listing, self.clone()))
+            Ok((listing, stopped)) => {
+                let mut problems: Vec<String> = stopped.into_iter().collect();
+                problems.extend(self.host.offer_upstream_tools(&self.name, &listing, self.clone()));
+                Ok(self.not_reported(problems))
             }
             Err(e) => {
                 self.host.withdraw_upstream_tools(&self.name);
                 Err(format!("MCP server {} is not available, its tools are not offered: {e}", self.name))
             }
         }
+    }
+
+    /// Of `problems`, those the last listing did not report.
+    fn not_reported(&self, problems: Vec<String>) -> Vec<String> {
+        let mut reported = self.reported.lock_unpoisoned();
+        let new = problems.iter().filter(|p| !reported.contains(p)).cloned().collect();
+        *reported = problems;
+        new
+    }
+
+    /// The re-list a list_changed notification asks for, on the connection
+    /// that runs now (none: nothing to list; the next call starts the
+    /// server again). Coalesced: one runs at a time, [`RELIST_INTERVAL`]
+    /// after the one before, and notifications that come while one waits
+    /// fold into it.
+    fn relist_soon(self: Arc<Self>) {
+        if self.relist_queued.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        tokio::spawn(async move {
+            let mut last = self.relisting.lock().await;
+            if let Some(at) = *last {
+                tokio::time::sleep_until(at + RELIST_INTERVAL).await;
+            }
+            // A notification from now on asks for another re-list.
+            self.relist_queued.store(false, Ordering::SeqCst);
+            *last = Some(tokio::time::Instant::now());
+            let running = self.service.lock().await.clone().filter(|s| !s.is_closed());
+            let Some(service) = running else { return };
+            let listed = self.list(&service).await;
+            match self.clone().offer(listed) {
+                Ok(problems) => problems.iter().for_each(|problem| tracing::warn!("{}", line(problem))),
+                Err(unavailable) => tracing::warn!("{}", line(&unavailable)),
+            }
+        });
     }
 
     /// Tries the server again after each wait of `retry` until it starts
@@ -160,19 +261,21 @@ impl Upstream {
             match self.clone().refresh().await {
                 Ok(not_offered) => {
                     tracing::info!("MCP server {} started (retry {attempt}); its tools are offered", self.name);
-                    not_offered.iter().for_each(|problem| tracing::warn!("{problem}"));
+                    not_offered.iter().for_each(|problem| tracing::warn!("{}", line(problem)));
                     return;
                 }
                 Err(unavailable) if attempt < retry.attempts => {
                     wait = (wait * 2).min(retry.longest);
                     tracing::warn!(
-                        "{unavailable} (retry {attempt} of {}; the next in {} s)",
+                        "{} (retry {attempt} of {}; the next in {} s)",
+                        line(&unavailable),
                         retry.attempts,
                         wait.as_secs_f64()
                     );
                 }
                 Err(unavailable) => tracing::warn!(
-                    "{unavailable} (retry {attempt} of {}, the last: restart toolhost serve to try again)",
+                    "{} (retry {attempt} of {}, the last: restart toolhost serve to try again)",
+                    line(&unavailable),
                     retry.attempts
                 ),
             }
@@ -277,14 +380,10 @@ impl ClientHandler for Notified {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let Some(upstream) = self.upstream.upgrade() else { return };
-        // Off the connection's task: listing waits for that task to read
-        // the answer.
-        tokio::spawn(async move {
-            match upstream.clone().refresh().await {
-                Ok(problems) => problems.iter().for_each(|problem| tracing::warn!("{problem}")),
-                Err(unavailable) => tracing::warn!("{unavailable}"),
-            }
-        });
+        // Off the connection's task (listing waits for that task to read
+        // the answer), coalesced with the others of a storm.
+        if let Some(upstream) = self.upstream.upgrade() {
+            upstream.relist_soon();
+        }
     }
 }

@@ -12,6 +12,7 @@ use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 pub mod fixtures;
 pub mod load;
 pub mod mcp;
+pub mod shown;
 
 /// The `p` quantile (0.0–1.0, nearest rank) of `samples`, which it sorts:
 /// the one definition every bench reports its p50 / p99 with.

@@ -315,6 +315,43 @@ fn the_cli_logs_call_and_run_and_replay_reports_each_changed_decision() {
     assert!(text(&out).1.contains("reading the audit log"), "{:?}", text(&out));
 }
 
+/// Issue 29, item 13: a forged line of an audit log (whoever wrote the file
+/// it was copied from) carries terminal escapes in its `rule` and `call_id`
+/// — an OSC 8 hyperlink ended by BEL, a one-byte CSI, a right-to-left
+/// override, a zero-width space —; `toolhost audit replay` prints every
+/// field through the escaper.
+#[test]
+fn replay_prints_every_field_of_a_forged_line_escaped() {
+    use toolhost_e2e::shown::{HOSTILE, assert_escaped};
+    let scratch = Scratch::new();
+    let work = scratch.work();
+    let settings = work.join("toolhost.toml");
+    std::fs::write(&settings, "[permissions]\nallow = [\"Bash(touch:*)\"]\n").unwrap();
+    let log = work.join("audit.jsonl");
+    let out = scratch.cli(&["--audit", &log.display().to_string(), "call", "Bash", r#"{"command":"touch b.txt"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    let mut record = lines(&log).remove(0);
+    let rule = format!("Bash(touch:*)\x1b]8;;http://evil.example\x07click\x1b]8;;\x07{HOSTILE}");
+    record["decision"]["rule"] = json!(rule);
+    record["call_id"] = json!(format!("call_1{HOSTILE}"));
+    let forged = scratch.outside("forged.jsonl");
+    std::fs::write(&forged, format!("{record}\n")).unwrap();
+
+    // Touch is now denied: the forged call's decision changes and is printed.
+    std::fs::write(&settings, "[permissions]\ndeny = [\"Bash(touch:*)\"]\n").unwrap();
+    let out = scratch.cli(&["audit", "replay", &forged.display().to_string()]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("-> deny (deny_rule Bash(touch:*))"), "{stdout}");
+    assert!(!stdout.contains('\x07'), "a raw BEL: {stdout:?}");
+    assert!(stdout.contains("\\x1b]8;;http://evil.example\\x07click"), "{stdout:?}");
+    assert_escaped(&stdout, "audit replay");
+    // The JSON report stays JSON (for machines): the rule as logged.
+    let out = scratch.cli(&["audit", "replay", "--json", &forged.display().to_string()]);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["changed"][0]["before"]["rule"], rule.as_str());
+}
+
 #[test]
 fn toolhost_serve_logs_each_mcp_call() {
     use toolhost_e2e::mcp::{HttpServer, client};

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost_e2e::mcp::{HttpServer, MODES, Transport, client, listed as tool, serve_args};
+use toolhost_e2e::shown::{HOSTILE, HOSTILE_IN_JSON_SHOWN, HOSTILE_SHOWN, assert_escaped, assert_escaped_as, strings};
 use toolhost_e2e::{Scratch, mcp_python, toolhost_bin};
 
 /// Both transports for a server started with `extra`, each with both modes.
@@ -131,6 +132,54 @@ fn mcp_ask_user_is_an_elicitation_or_an_error_with_the_questions() {
         assert_eq!(r["is_error"], true, "{how}/{mode}: {r}");
         assert!(r["text"].as_str().unwrap().contains("Which database?"), "{how}/{mode}: {r}");
     });
+}
+
+/// Issue 29, item 8: what a person reads of a call over MCP — the
+/// permission form (2026-07-28 `inputRequests`, 2025-11-25
+/// `elicitation/create`), AskUser's form, the progress messages — shows the
+/// model's text with bidi controls, C1, DEL, ESC and zero-width characters
+/// escaped, as the terminal prompt does; the result for the model keeps the
+/// exact text, and an answer naming an escaped choice picks the option.
+#[test]
+fn mcp_forms_and_progress_show_the_model_s_text_escaped() {
+    let Some(py) = mcp_python() else { return };
+    let scratch = Scratch::new();
+    let canary = scratch.work().join("canary");
+    let stdio = Transport::Stdio(serve_args(&["--allow", "Bash(printf:*)"]));
+    for mode in MODES {
+        let args = json!({"command": format!("touch {} {HOSTILE}", canary.display())});
+        let r = client(py, &scratch, &stdio, mode, "elicit", json!({"tool": "Bash", "args": args, "answer": "deny"}));
+        let asked = r["asked"].as_array().expect("asked");
+        assert_eq!(asked.len(), 1, "{mode}: {r}");
+        assert_escaped_as(asked[0]["message"].as_str().unwrap(), HOSTILE_IN_JSON_SHOWN, &format!("{mode}: the form"));
+        let schema = strings(&asked[0]["schema"]);
+        assert!(!toolhost_e2e::shown::RAW.iter().any(|c| schema.contains(*c)), "{mode}: {schema:?}");
+        assert!(!canary.exists(), "{mode}: a denied call ran");
+
+        let input = json!({"questions": [{
+            "question": format!("Which database{HOSTILE}?"),
+            "header": format!("DB{HOSTILE}"),
+            "options": [
+                {"label": format!("Postgres{HOSTILE}"), "description": format!("relational{HOSTILE}")},
+                {"label": "SQLite", "description": "a file"}
+            ]
+        }]});
+        let answer = json!({"q0": format!("Postgres{HOSTILE_SHOWN}")});
+        let r =
+            client(py, &scratch, &stdio, mode, "elicit", json!({"tool": "AskUser", "args": input, "answer": answer}));
+        let asked = r["asked"].as_array().expect("asked");
+        assert_escaped(asked[0]["message"].as_str().unwrap(), &format!("{mode}: AskUser's form"));
+        assert_escaped(&strings(&asked[0]["schema"]), &format!("{mode}: AskUser's choices"));
+        assert_eq!(r["is_error"], false, "{mode}: {r}");
+        let said = r["text"].as_str().unwrap();
+        assert!(said.contains(&format!("Which database{HOSTILE}?: Postgres{HOSTILE}")), "{mode}: {said:?}");
+
+        let printf = json!({"command": format!("printf '{}'", toolhost_e2e::shown::hostile_printf())});
+        let r = client(py, &scratch, &stdio, mode, "call", json!({"tool": "Bash", "args": printf}));
+        assert_eq!((r["is_error"].as_bool(), r["text"].as_str()), (Some(false), Some(HOSTILE)), "{mode}: {r}");
+        let progress: String = r["progress"].as_array().unwrap().iter().filter_map(|p| p["message"].as_str()).collect();
+        assert_escaped(&progress, &format!("{mode}: progress"));
+    }
 }
 
 /// 2026-07-28: the answered request state of a round works once, for its

@@ -6,7 +6,9 @@
 //! read-only, wrapped by a middleware component; the server killed during a
 //! call, its list_changed reflected in ours, and a hostile server (a tool
 //! named `Bash`, a huge description, a schema that is not one, a flood of
-//! output, toolhost's environment) contained.
+//! output, toolhost's environment) contained; hostile servers of the
+//! fixture (`mcp_fixture --hostile`: a tool list without end, a storm of
+//! list_changed) held to their bounds.
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -331,4 +333,137 @@ fn list_says_when_a_server_fails_to_start_and_lists_the_rest() {
     // A call of its tool says the same and names the server.
     let out = scratch.cli(&["call", "mcp__gone__x", "{}"]);
     assert!(text(&out).1.contains("MCP server gone is not available"), "{:?}", text(&out));
+}
+
+/// A `[mcp_servers.NAME]` table starting the hostile fixture server
+/// `mode` (`tests/src/bin/mcp_fixture/hostile.rs`), which notes what it is
+/// asked in `count`; `extra` lines go into the table.
+fn hostile_table(name: &str, mode: &str, count: &Path, extra: &str) -> String {
+    format!(
+        "[mcp_servers.{name}]\ncommand = {:?}\nargs = [\"--hostile\", {mode:?}, \"--count\", {:?}]\n{extra}",
+        env!("CARGO_BIN_EXE_mcp_fixture"),
+        count.display().to_string()
+    )
+}
+
+/// How many `what` lines the hostile server noted (`start`, `list`, `storm`).
+fn noted(count: &Path, what: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(count).unwrap_or_default();
+    text.lines().filter(|l| l.split(' ').next() == Some(what)).map(str::to_string).collect()
+}
+
+fn upstream_tools(listing: &Value, server: &str) -> usize {
+    names(listing).iter().filter(|n| n.starts_with(&format!("mcp__{server}__"))).count()
+}
+
+/// Issue 29, item 9: a server whose every `tools/list` page has a
+/// `nextCursor` is read only up to the bounds — 1024 tools, `max_list_pages`
+/// pages, `max_list_bytes` bytes — not for ever: the pages the server was
+/// asked for are counted by the server itself. What it listed up to the
+/// bound is offered, and the stop is reported once.
+#[test]
+fn an_endless_tool_list_stops_at_its_bounds_and_is_reported_once() {
+    let scratch = Scratch::new();
+    let count = scratch.outside("count.txt");
+    // A start-up bound short enough that a listing without bounds fails fast.
+    let timeout = "startup_timeout_ms = 10000\n";
+    let list = |mode: &str, extra: &str| {
+        let _ = std::fs::remove_file(&count);
+        scratch.settings_file(&hostile_table("up", mode, &count, &format!("{timeout}{extra}")));
+        let out = scratch.cli(&["list", "--json"]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{mode} {extra}: {stdout}\n{stderr}");
+        let listing: Value = serde_json::from_str(&stdout).unwrap();
+        (upstream_tools(&listing, "up"), noted(&count, "list").len(), stderr)
+    };
+
+    // 500 tools a page: the first 1024 are offered after 3 pages.
+    let (tools, pages, stderr) = list("endless-pages", "");
+    assert_eq!((tools, pages), (1024, 3), "{stderr}");
+    assert_eq!(stderr.matches("lists more than 1024 tools").count(), 1, "reported once: {stderr}");
+    // No tool on any page: 128 pages by default, or max_list_pages.
+    let (tools, pages, stderr) = list("empty-pages", "");
+    assert_eq!((tools, pages), (0, 128), "{stderr}");
+    assert!(stderr.contains("max_list_pages (128 pages"), "{stderr}");
+    let (tools, pages, stderr) = list("empty-pages", "max_list_pages = 5\n");
+    assert_eq!((tools, pages), (0, 5), "{stderr}");
+    // A page of 500 tools is about 170 KB: the first fits, the second does not.
+    let (tools, pages, stderr) = list("endless-pages", "max_list_bytes = 250000\n");
+    assert_eq!((tools, pages), (500, 2), "{stderr}");
+    assert!(stderr.contains("max_list_bytes (250000 bytes)") && stderr.contains("the 500 tools"), "{stderr}");
+}
+
+/// `toolhost serve` against the endless server, with a real MCP client in
+/// both generations: it lists each serve's server once (3 pages), offers
+/// its first 1024 tools and does not start it again.
+#[test]
+fn serve_reads_an_endless_server_once_within_its_bounds() {
+    let Some(python) = mcp_python() else { return };
+    let scratch = Scratch::new();
+    let count = scratch.outside("count.txt");
+    scratch.settings_file(&hostile_table("up", "endless-pages", &count, "startup_timeout_ms = 10000\n"));
+    let serve = Transport::Stdio(serve_args(&[]));
+    for (i, mode) in toolhost_e2e::mcp::MODES.into_iter().enumerate() {
+        let listing = run_client(python, &scratch, &serve, mode, "list", json!({}));
+        let tools = listing["tools"].as_array().unwrap();
+        let upstream = tools.iter().filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("mcp__up__"))).count();
+        assert_eq!(upstream, 1024, "{mode}");
+        // Each client starts its own serve, which starts the server once.
+        assert_eq!((noted(&count, "start").len(), noted(&count, "list").len()), (i + 1, 3 * (i + 1)), "{mode}");
+    }
+}
+
+/// Issue 29, item 9: a storm of list_changed notifications (2000, as fast
+/// as the server can send them) is coalesced — at most one re-list runs and
+/// one waits, `RELIST_INTERVAL` apart — and the storm's last change is not
+/// lost: the tool it added is offered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_changed_storm_is_coalesced_and_its_last_change_kept() {
+    let scratch = Scratch::new();
+    let count = scratch.outside("count.txt");
+    let table = format!("[permissions]\nallow = [\"mcp__up__storm\"]\n{}", hostile_table("up", "storm", &count, ""));
+    let (host, problems) = host_with(&scratch, &table).await;
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(noted(&count, "list").len(), 1);
+    let r = call(&host, "mcp__up__storm", json!({"notifications": 2000}), PermissionAnswer::Deny).await;
+    assert_eq!(r.text(), "sent 2000", "{r:?}");
+    let mut changes = host.tool_list_changes();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !host.is_registered("mcp__up__after_storm") {
+            changes.changed().await.unwrap();
+        }
+    })
+    .await
+    .expect("the storm's last change was lost: mcp__up__after_storm never appeared");
+    // Whatever was still waiting has run by now.
+    tokio::time::sleep(3 * toolhost_mcp::upstream::RELIST_INTERVAL).await;
+    let storm = noted(&count, "storm");
+    let storm_ms: u64 = storm[0].rsplit(' ').next().unwrap().parse().unwrap();
+    let relists = noted(&count, "list").len() - 1;
+    // One running when the storm began, one per interval while it lasted, one waiting at its end.
+    let most = 2 + (storm_ms / toolhost_mcp::upstream::RELIST_INTERVAL.as_millis() as u64) as usize + 1;
+    eprintln!("{relists} re-lists for a storm of 2000 notifications in {storm_ms} ms");
+    assert!(relists <= most, "{relists} re-lists for a storm of 2000 notifications in {storm_ms} ms (at most {most})");
+}
+
+/// A server's own words reach serve's log (a person reads it) through the
+/// escaper: the error of a listing that fails, logged with each retry.
+#[test]
+fn serve_logs_a_server_s_error_text_escaped() {
+    let scratch = Scratch::new();
+    let count = scratch.outside("count.txt");
+    scratch.settings_file(&hostile_table("up", "failing-list", &count, ""));
+    let server = toolhost_e2e::mcp::HttpServer::start_with(&scratch, &[], &[]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let retried = loop {
+        let line =
+            server.stderr.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("a retry logged");
+        if line.contains("retry 1 of") {
+            break line;
+        }
+    };
+    // The message, after the log's own (coloured) time and level.
+    let message = &retried[retried.find("MCP server up").expect("the server named")..];
+    assert!(message.contains("listing its tools failed: Mcp error: -32603: cannot list"), "{message:?}");
+    toolhost_e2e::shown::assert_escaped(message, "serve's log");
 }

@@ -198,6 +198,26 @@ fn a_locked_serve_refuses_an_unknown_plugin() {
     assert!(out["results"].as_array().unwrap().iter().all(|r| r["text"] == "v1 v1 v1 "), "{out}");
 }
 
+/// A 2025-11-25 MCP client of `server` that sets its log level `level`
+/// and collects one log message (waiting `seconds` at most); returned once
+/// it is listening.
+fn log_listener(py: &Path, scratch: &Scratch, server: &HttpServer, level: &str, seconds: u64) -> std::process::Child {
+    let ready = scratch.dir.path().join(format!("ready-{level}"));
+    let params =
+        serde_json::json!({"level": level, "ready": ready.display().to_string(), "count": 1, "seconds": seconds});
+    let child =
+        toolhost_e2e::mcp::client_command(py, scratch, &server.transport(None), "legacy", "log_messages", &params)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("running the Python MCP client");
+    let start = Instant::now();
+    while !ready.exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "the client did not connect");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
 /// A broken update reaches the MCP clients of 2025-11-25 as a log message
 /// (level `error`, logger `toolhost.reload`) naming the file and saying the
 /// previous version serves; a client whose level is above `error` is sent
@@ -208,24 +228,9 @@ fn a_broken_update_is_sent_to_mcp_clients_as_a_log_message() {
     let (scratch, plugins) = plugins_with("swap-v1");
     let dir = plugins.display().to_string();
     let server = HttpServer::start_with(&scratch, &["--no-builtins", "--plugins", &dir], &["--watch"]);
-    let transport = server.transport(None);
     // The `critical` client listens for longer than the error takes to come.
-    let listen = |level: &str, ready: &Path, seconds: u64| {
-        let params =
-            serde_json::json!({"level": level, "ready": ready.display().to_string(), "count": 1, "seconds": seconds});
-        toolhost_e2e::mcp::client_command(py, &scratch, &transport, "legacy", "log_messages", &params)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("running the Python MCP client")
-    };
-    let (ready_error, ready_critical) = (scratch.dir.path().join("ready-1"), scratch.dir.path().join("ready-2"));
-    let at_error = listen("error", &ready_error, 30);
-    let at_critical = listen("critical", &ready_critical, 10);
-    let start = Instant::now();
-    while !(ready_error.exists() && ready_critical.exists()) {
-        assert!(start.elapsed() < Duration::from_secs(60), "the clients did not connect");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let at_error = log_listener(py, &scratch, &server, "error", 30);
+    let at_critical = log_listener(py, &scratch, &server, "critical", 10);
 
     // Not a component at all: reported once it has stood for the settle time.
     let tmp = scratch.dir.path().join(".swap.part");
@@ -249,5 +254,37 @@ fn a_broken_update_is_sent_to_mcp_clients_as_a_log_message() {
     );
     assert!(!data["error"].as_str().unwrap_or_default().is_empty(), "{got}");
     assert_eq!(results(at_critical)["messages"], serde_json::json!([]), "a client at `critical` is sent no error");
+    drop(server);
+}
+
+/// Issue 29, item 8: a file name is whoever made the file's text. A broken
+/// plugin named with bidi controls, C1, DEL, ESC and a zero-width space
+/// reaches an MCP client's log message and `toolhost status` escaped.
+#[test]
+fn a_hostile_file_name_reaches_log_messages_and_status_escaped() {
+    use toolhost_e2e::shown::{HOSTILE, RAW, assert_escaped};
+    let Some(py) = mcp_python() else { return };
+    let (scratch, plugins) = plugins_with("swap-v1");
+    let dir = plugins.display().to_string();
+    let server = HttpServer::start_with(&scratch, &["--no-builtins", "--plugins", &dir], &["--watch"]);
+    let listening = log_listener(py, &scratch, &server, "error", 60);
+    let tmp = scratch.dir.path().join(".evil.part");
+    std::fs::write(&tmp, b"not a component").unwrap();
+    std::fs::rename(&tmp, plugins.join(format!("evil{HOSTILE}.wasm"))).unwrap();
+
+    let got = results(listening);
+    let data = &got["messages"][0]["data"];
+    assert_escaped(data["file"].as_str().unwrap_or_default(), "the log message's file");
+    let error = data["error"].as_str().unwrap_or_default();
+    assert!(!error.is_empty() && !RAW.iter().any(|c| error.contains(*c)), "{error:?}");
+
+    status_until(&scratch, "the broken file is reported", |reports| {
+        let files = reports.as_array().into_iter().flatten().flat_map(|r| r["files"].as_array().into_iter().flatten());
+        files.into_iter().any(|f| f["file"].as_str().is_some_and(|p| p.contains("evil")) && !f["last_error"].is_null())
+    });
+    let out = scratch.cli(&["status"]);
+    let (stdout, stderr) = toolhost_e2e::text(&out);
+    assert!(out.status.success() && stdout.contains("last reload error"), "{stdout}{stderr}");
+    assert_escaped(&stdout, "toolhost status");
     drop(server);
 }

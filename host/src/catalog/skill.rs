@@ -11,12 +11,22 @@
 //! file name with `..`, an absolute path or a link out of the skill's
 //! folder reads nothing. Sizes are bounded; a malformed folder is reported,
 //! never fatal.
+//!
+//! What the model reads keeps its shape whatever a skill says: the listing
+//! is one line per skill with the description quoted
+//! ([`crate::escape::quoted`]: a line break or a `"` in it is an escape, so
+//! it cannot add a line such as `- admin: …`), and a skill's answer names
+//! it in `<skill name="…" dir="…">` with both values as attributes
+//! ([`crate::escape::attribute`]: a folder named with `"` or `>` cannot
+//! close the attribute or the tag), its files one name a line, escaped.
 
 use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
+
+use crate::escape::{attribute, quoted};
 
 /// The tool's name.
 pub const SKILL: &str = "Skill";
@@ -129,7 +139,8 @@ impl Skills {
         &self.problems
     }
 
-    /// The `Skill` tool's description: what it does and every skill.
+    /// The `Skill` tool's description: what it does and every skill, one
+    /// line each (`- NAME: "DESCRIPTION"`).
     pub fn description(&self) -> String {
         let mut text = String::from(
             "Read a skill: instructions for a kind of task, with files beside them. Call it with a skill's name \
@@ -137,7 +148,8 @@ impl Skills {
              one of the files the skill lists. Skills are not tools.\n\nAvailable skills:\n",
         );
         for (i, skill) in self.skills.iter().enumerate() {
-            let line = format!("- {}: {}\n", skill.name, skill.description);
+            // The name passed the name rule; the description is quoted.
+            let line = format!("- {}: {}\n", skill.name, quoted(&skill.description));
             if text.len() + line.len() > MAX_LISTING_BYTES {
                 text.push_str(&format!("(and {} more skills, not listed)\n", self.skills.len() - i));
                 break;
@@ -183,7 +195,8 @@ impl Skills {
 impl Skill {
     /// The instructions and the files beside them, for the model.
     fn render(&self) -> String {
-        let mut text = format!("<skill name=\"{}\" dir=\"{}\">\n", self.name, self.dir.display());
+        let (name, dir) = (attribute(&self.name), attribute(&self.dir.display().to_string()));
+        let mut text = format!("<skill name=\"{name}\" dir=\"{dir}\">\n");
         text.push_str(self.instructions.trim());
         text.push_str("\n</skill>\n");
         if !self.files.is_empty() {
@@ -192,7 +205,8 @@ impl Skill {
                 self.name
             ));
             for file in &self.files {
-                text.push_str(&format!("- {file}\n"));
+                // A file name may hold a line break too.
+                text.push_str(&format!("- {}\n", crate::escape::line(file)));
             }
             if self.unlisted > 0 {
                 text.push_str(&format!("(and {} more files, not listed)\n", self.unlisted));

@@ -12,10 +12,15 @@
 //! bounded by the same limits as a plugin's ([`super::tool`]); and
 //! `readOnlyHint` is believed only where the user's settings say so
 //! ([`crate::settings::McpServerSettings::trust_read_only_hints`]).
+//!
+//! The listing itself is bounded while it is read ([`Listing`]): a server
+//! whose every page has a `nextCursor` would otherwise be listed for ever,
+//! holding every page in memory, before the tool bound applied.
 
 use serde_json::Value;
 
 use super::tool::{MAX_PATH_BYTES, check_text_size};
+use crate::settings::McpServerSettings;
 use crate::types::{Capabilities, ToolMetadata};
 
 /// The own check of an upstream tool that is not read-only (AgentScope
@@ -27,6 +32,90 @@ pub const MCP_READ_ONLY_ALLOW: &str = "This is a read-only MCP tool. Allowing ex
 
 /// The most tools one server may offer; the rest are reported, not offered.
 pub const MAX_UPSTREAM_TOOLS: usize = 1024;
+
+/// One server's `tools/list` as it is read, page by page, within its
+/// bounds: at most `max_list_pages` pages and `max_list_bytes` bytes of
+/// pages (`[mcp_servers.NAME]`), and [`MAX_UPSTREAM_TOOLS`] entries. At a
+/// bound the reading stops: the entries read so far (up to the tool bound)
+/// are kept, and [`Listing::finish`] says which bound stopped it. Keeping
+/// them is what the tool bound has always done (the first 1024 tools are
+/// offered): a server that pages on past a bound still offers the tools it
+/// did list; refusing it would gain nothing, as listing it again reads the
+/// same pages.
+#[derive(Debug)]
+pub struct Listing {
+    server: String,
+    max_pages: u64,
+    max_bytes: u64,
+    pages: u64,
+    bytes: u64,
+    entries: Vec<Value>,
+    stopped: Option<String>,
+}
+
+impl Listing {
+    /// An empty listing of server `server` with the bounds of `settings`.
+    pub fn new(server: &str, settings: &McpServerSettings) -> Self {
+        Self {
+            server: server.to_string(),
+            max_pages: settings.list_pages(),
+            max_bytes: settings.list_bytes(),
+            pages: 0,
+            bytes: 0,
+            entries: Vec::new(),
+            stopped: None,
+        }
+    }
+
+    /// Takes one page: its entries (`tools`, each the JSON of an MCP
+    /// `Tool`), its size as JSON (`page_bytes`, everything it carries), and
+    /// whether it had a `nextCursor` (`more`). Returns whether to ask for
+    /// the next page: false at the end of the list or at a bound (a page
+    /// past the byte bound is not kept).
+    pub fn add_page(&mut self, tools: Vec<Value>, page_bytes: u64, more: bool) -> bool {
+        if self.stopped.is_some() {
+            return false;
+        }
+        self.pages += 1;
+        let table = format!("[mcp_servers.{}]", self.server);
+        if self.bytes.saturating_add(page_bytes) > self.max_bytes {
+            let (max, listed) = (self.max_bytes, self.entries.len());
+            return self.stop(format!(
+                "its tool list is larger than max_list_bytes ({max} bytes); the {listed} tools listed before that \
+                 are offered, the rest are not (raise max_list_bytes in {table} if it really has more)"
+            ));
+        }
+        self.bytes += page_bytes;
+        for tool in tools {
+            if self.entries.len() >= MAX_UPSTREAM_TOOLS {
+                return self.stop(format!(
+                    "it lists more than {MAX_UPSTREAM_TOOLS} tools, the most toolhost takes from one server; the \
+                     first {MAX_UPSTREAM_TOOLS} are offered, the rest are not"
+                ));
+            }
+            self.entries.push(tool);
+        }
+        if more && self.pages >= self.max_pages {
+            let (max, listed) = (self.max_pages, self.entries.len());
+            return self.stop(format!(
+                "its tool list goes on past max_list_pages ({max} pages, each with a nextCursor); the {listed} tools \
+                 of those pages are offered, the rest are not (raise max_list_pages in {table} if it really has more)"
+            ));
+        }
+        more
+    }
+
+    fn stop(&mut self, why: String) -> bool {
+        self.stopped = Some(format!("MCP server {}: {why}", self.server));
+        false
+    }
+
+    /// The entries read, and why the reading stopped at a bound (the line
+    /// to report), if it did.
+    pub fn finish(self) -> (Vec<Value>, Option<String>) {
+        (self.entries, self.stopped)
+    }
+}
 
 /// The toolhost name of tool `tool` of server `server`:
 /// `mcp__{server}__{sanitised}`, where every character of `tool` outside
@@ -115,6 +204,39 @@ mod tests {
         let schema: Value = serde_json::from_str(&trusted.metadata.input_schema).unwrap();
         assert_eq!(schema, json!({"type": "object", "properties": {}, "required": []}));
         assert!(!upstream_tool("s", &entry, false).unwrap().metadata.read_only);
+    }
+
+    fn pages(listing: &mut Listing, pages: usize, tools: usize) -> usize {
+        let page = || (0..tools).map(|i| json!({"name": format!("t{i}")})).collect();
+        (0..pages).take_while(|_| listing.add_page(page(), 100, true)).count() + 1
+    }
+
+    #[test]
+    fn a_listing_stops_at_each_bound_and_keeps_what_it_read() {
+        let settings = McpServerSettings { max_list_pages: Some(10), ..Default::default() };
+        // Pages without end: stopped at the page bound.
+        let mut listing = Listing::new("s", &settings);
+        assert_eq!(pages(&mut listing, 1000, 0), 10);
+        let (entries, why) = listing.finish();
+        assert!(entries.is_empty() && why.unwrap().contains("max_list_pages (10 pages"));
+        // Pages of 500 tools: stopped at the tool bound, the first 1024 kept.
+        let mut listing = Listing::new("s", &settings);
+        assert_eq!(pages(&mut listing, 1000, 500), 3);
+        let (entries, why) = listing.finish();
+        assert_eq!(entries.len(), MAX_UPSTREAM_TOOLS);
+        assert!(why.unwrap().contains("more than 1024 tools"));
+        // Bytes: the page past the bound is not kept.
+        let settings = McpServerSettings { max_list_bytes: Some(250), ..Default::default() };
+        let mut listing = Listing::new("s", &settings);
+        assert_eq!(pages(&mut listing, 1000, 2), 3);
+        let (entries, why) = listing.finish();
+        assert_eq!(entries.len(), 4);
+        assert!(why.unwrap().contains("max_list_bytes (250 bytes)"));
+        // A list that ends is read whole, with nothing to report.
+        let mut listing = Listing::new("s", &McpServerSettings::default());
+        assert!(listing.add_page(vec![json!({"name": "a"})], 10, true));
+        assert!(!listing.add_page(vec![json!({"name": "b"})], 10, false));
+        assert_eq!(listing.finish(), (vec![json!({"name": "a"}), json!({"name": "b"})], None));
     }
 
     #[test]

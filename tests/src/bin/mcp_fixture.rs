@@ -6,12 +6,17 @@
 //! ```text
 //! mcp_fixture (--stdio | --http ADDR) [--conformance] [--add-when FILE]
 //!             [--header-timeout-ms N] [--body-timeout-ms N] [--max-body-bytes N] [--cache-dir DIR]
+//! mcp_fixture --hostile MODE --count FILE
 //! ```
 //!
 //! `--add-when FILE`: when FILE appears, the tool `Added` is registered;
 //! when it is removed again, `Added` is unloaded (through
 //! `Toolhost::register_function` and `Toolhost::unload`, as hot reload does).
 //! Over HTTP it prints `mcp_fixture: listening on URL` on stderr.
+//!
+//! `--hostile MODE`: instead, a hostile upstream server over stdio (no
+//! toolhost inside; see `mcp_fixture/hostile.rs`), noting what it was
+//! asked in FILE.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,6 +29,9 @@ use toolhost::function::FunctionTool;
 use toolhost::response::{Chunk, ContentBlock, ResultState};
 use toolhost::settings::Settings;
 use toolhost_mcp::{HttpOptions, McpFront, MemorySessions};
+
+#[path = "mcp_fixture/hostile.rs"]
+mod hostile;
 
 /// A 1×1 red PNG.
 const PNG: &[u8] = &[
@@ -146,6 +154,8 @@ struct Args {
     header_timeout: Option<Duration>,
     body_timeout: Option<Duration>,
     max_body_bytes: Option<usize>,
+    hostile: Option<String>,
+    count: Option<PathBuf>,
 }
 
 fn parse() -> Result<Args> {
@@ -157,6 +167,8 @@ fn parse() -> Result<Args> {
         header_timeout: None,
         body_timeout: None,
         max_body_bytes: None,
+        hostile: None,
+        count: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -170,6 +182,8 @@ fn parse() -> Result<Args> {
             "--header-timeout-ms" => args.header_timeout = Some(Duration::from_millis(value()?.parse()?)),
             "--body-timeout-ms" => args.body_timeout = Some(Duration::from_millis(value()?.parse()?)),
             "--max-body-bytes" => args.max_body_bytes = Some(value()?.parse()?),
+            "--hostile" => args.hostile = Some(value()?),
+            "--count" => args.count = Some(value()?.into()),
             other => bail!("unknown argument {other}"),
         }
     }
@@ -179,6 +193,10 @@ fn parse() -> Result<Args> {
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = parse()?;
+    if let Some(mode) = &args.hostile {
+        let count = args.count.clone().context("--hostile needs --count FILE")?;
+        return hostile::serve(mode, count).await;
+    }
     let mut settings = Settings { builtins: false, cache_dir: args.cache_dir.clone(), ..Settings::default() };
     settings.permissions.working_dirs = vec![std::env::current_dir()?.display().to_string()];
     let host = Toolhost::builder().settings(settings, None).build().await?;
