@@ -9,7 +9,6 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use serde_json::json;
@@ -101,22 +100,6 @@ fn mcp_unread_streams_have_their_own_bound_and_leave_room_for_calls() {
     });
 }
 
-/// Sets a small receive buffer, as a client that means to read nothing would.
-fn shrink_receive_buffer(stream: &TcpStream) {
-    let size: libc::c_int = 4096;
-    // SAFETY: a valid socket descriptor and a c_int option value of its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            (&size as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(rc, 0, "setsockopt SO_RCVBUF");
-}
-
 /// Two clients ask for an answer of 8 MiB (more than the socket buffers
 /// hold) and never read it, holding both connection slots of a server
 /// started with two: after the write deadline their connections are
@@ -135,10 +118,10 @@ fn mcp_a_client_that_stops_reading_is_dropped_after_the_write_deadline() {
     let read_big = raw::modern_call(&addr, "Read", json!({"file_path": big.display().to_string()}));
     let stalled: Vec<TcpStream> = (0..2)
         .map(|_| {
-            let stream = TcpStream::connect(&addr).expect("connecting");
-            shrink_receive_buffer(&stream);
-            (&stream).write_all(&read_big).expect("writing");
-            stream
+            // A client that reads nothing keeps its receive window small
+            // (Linux starts it at 128 KiB): the 8 MiB overfill it and the server's send
+            // buffer (at most 4 MiB).
+            send_only(&addr, &read_big)
         })
         .collect();
     for mode in MODES {
