@@ -345,8 +345,14 @@ pub mod raw {
 
     /// A 2025-11-25 session, initialised; its `Mcp-Session-Id`.
     pub fn initialize(addr: &str) -> String {
+        initialize_with(addr, json!({}))
+    }
+
+    /// A 2025-11-25 session of a client with `capabilities`, initialised;
+    /// its `Mcp-Session-Id`.
+    pub fn initialize_with(addr: &str, capabilities: Value) -> String {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+            "protocolVersion": LEGACY, "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "0"}}})
         .to_string();
         let (answer, _) = exchange(addr, &request(addr, "POST", &[], &body));
         assert_eq!(status(&answer), 200, "initialize: {answer}");

@@ -315,6 +315,18 @@ fn the_cli_logs_call_and_run_and_replay_reports_each_changed_decision() {
     assert!(text(&out).1.contains("reading the audit log"), "{:?}", text(&out));
 }
 
+/// The records of `log` once it holds `n` call records (or after 20 s).
+fn once_written(log: &Path, n: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let records = if log.exists() { lines(log) } else { Vec::new() };
+        if calls(&records).len() >= n || std::time::Instant::now() > deadline {
+            return records;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn toolhost_serve_logs_each_mcp_call() {
     use toolhost_e2e::mcp::{HttpServer, client};
@@ -336,14 +348,7 @@ fn toolhost_serve_logs_each_mcp_call() {
     let r = client(py, &scratch, &server.transport(None), "auto", "call", json!({"tool": "Bash", "args": args}));
     assert_eq!(r["is_error"], true, "no one to ask over MCP without elicitation: {r}");
     // The writer writes as records come; wait for both.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let records = loop {
-        let records = if log.exists() { lines(&log) } else { Vec::new() };
-        if calls(&records).len() >= 2 || std::time::Instant::now() > deadline {
-            break records;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let records = once_written(&log, 2);
     drop(server);
     let calls = calls(&records);
     assert_eq!(calls.len(), 2, "{records:#?}");
@@ -382,14 +387,7 @@ fn toolhost_serve_records_which_mcp_session_made_each_call() {
     }
     let (answer, _) = raw::exchange(&addr, &raw::modern_call(&addr, "Glob", json!({"pattern": "*"})));
     assert_eq!(raw::status(&answer), 200, "{answer}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let records = loop {
-        let records = if log.exists() { lines(&log) } else { Vec::new() };
-        if calls(&records).len() >= 4 || std::time::Instant::now() > deadline {
-            break records;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let records = once_written(&log, 4);
     drop(server);
     let calls = calls(&records);
     assert_eq!(calls.len(), 4, "{records:#?}");

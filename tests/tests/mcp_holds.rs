@@ -100,6 +100,59 @@ fn mcp_unread_streams_have_their_own_bound_and_leave_room_for_calls() {
     });
 }
 
+/// Reads until `needle` has come (or the stream ends, or 60 s pass).
+fn read_until(stream: &mut TcpStream, needle: &str) -> String {
+    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains(needle) {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// A 2025-11-25 client that can elicit starts calls that ask (Bash in the
+/// default mode) and never answers: before, each question held its
+/// connection slot for as long as it went unanswered, and with as many
+/// questions as slots the next client got 503. Now a request waiting for
+/// the user's answer gives its connection slot back and waits on a stream
+/// slot (32 per address); past that a question is not asked and its call
+/// is denied, saying why; and a new client's calls are served.
+#[test]
+fn mcp_unanswered_questions_leave_room_for_calls() {
+    let Some(py) = mcp_python() else { return };
+    let scratch = Scratch::new();
+    let server = HttpServer::start(&scratch, &["--max-connections", "4"]);
+    let addr = server.addr();
+    let session = raw::initialize_with(&addr, json!({"elicitation": {"form": {}}}));
+    let call = |i: usize| {
+        let body = json!({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
+            "params": {"name": "Bash", "arguments": {"command": format!("touch asked-{i}")}}});
+        raw::in_session(&addr, &session, "POST", &body.to_string())
+    };
+    let mut waiting = Vec::new();
+    for i in 0..32 {
+        let mut stream = send_only(&addr, &call(i));
+        let seen = read_until(&mut stream, "elicitation/create");
+        assert!(seen.contains("elicitation/create"), "question {i} is asked: {seen}");
+        waiting.push(stream);
+    }
+    let (answer, _) = raw::exchange(&addr, &call(32));
+    let reply = raw::reply(&answer).unwrap_or_else(|| panic!("no reply: {answer}"));
+    assert_eq!(reply["result"]["isError"], json!(true), "{reply}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("could not ask the user") && text.contains("questions waiting"), "{text}");
+    for mode in MODES {
+        a_new_client_calls(py, &scratch, &server, mode);
+    }
+    let ran: Vec<_> = std::fs::read_dir(scratch.work()).unwrap().filter_map(|e| e.ok()).collect();
+    assert!(ran.iter().all(|e| !e.file_name().to_string_lossy().starts_with("asked-")), "an unanswered call ran");
+    drop(waiting);
+}
+
 /// Two clients ask for an answer of 8 MiB (more than the socket buffers
 /// hold) and never read it, holding both connection slots of a server
 /// started with two: after the write deadline their connections are

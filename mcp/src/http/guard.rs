@@ -2,7 +2,10 @@
 //! constant time), the `Origin` (exactly), the body's declared size (413 at
 //! once), its real size and time; then a long-lived stream takes a stream
 //! slot (or is refused with 503), giving back the connection slot it held,
-//! and an `initialize` is refused with 503 when no session can be made.
+//! and an `initialize` is refused with 503 when no session can be made. A
+//! call that waits for the user's answer trades its slot the same way
+//! ([`park`]); a later request on its connection takes a connection slot
+//! again.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -14,12 +17,14 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::OwnedSemaphorePermit;
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use toolhost::sync::MutexExt;
 
 use super::origin::AllowedOrigins;
 use super::sessions::{BoundedSessions, full_message};
-use super::streams::{Peer, StreamPermit, StreamSlots};
+use super::streams::{Full, Peer, StreamPermit, StreamSlots};
 
 /// How long a client refused a stream or a session is told to wait.
 const RETRY_AFTER_SECONDS: &str = "5";
@@ -30,7 +35,6 @@ pub(crate) struct Guard {
     pub(crate) origins: AllowedOrigins,
     pub(crate) max_body_bytes: usize,
     pub(crate) body_timeout: Duration,
-    pub(crate) streams: Arc<StreamSlots>,
     pub(crate) sessions: Arc<BoundedSessions>,
     pub(crate) max_sessions: usize,
 }
@@ -39,18 +43,61 @@ pub(crate) struct Guard {
 /// while it serves requests (a request extension).
 pub(crate) struct Connection {
     peer: Peer,
+    /// The connection slots, to take one again after giving it back.
+    slots: Arc<Semaphore>,
+    streams: Arc<StreamSlots>,
     slot: Mutex<Option<OwnedSemaphorePermit>>,
 }
 
 impl Connection {
-    pub(crate) fn new(peer: Peer, slot: OwnedSemaphorePermit) -> Self {
-        Self { peer, slot: Mutex::new(Some(slot)) }
+    pub(crate) fn new(
+        peer: Peer,
+        slots: Arc<Semaphore>,
+        streams: Arc<StreamSlots>,
+        slot: OwnedSemaphorePermit,
+    ) -> Self {
+        Self { peer, slots, streams, slot: Mutex::new(Some(slot)) }
     }
 
-    /// The connection now carries a stream, bounded by its own slots: the
-    /// connection slot is free for requests again.
+    /// The connection now carries a stream, or waits on a question,
+    /// bounded by the stream slots: the connection slot is free for
+    /// requests again.
     fn give_back_slot(&self) {
         self.slot.lock_unpoisoned().take();
+    }
+
+    /// Whether the connection holds a connection slot, taking a free one
+    /// if it gave its own back (a request after an answered question).
+    fn has_slot(&self) -> bool {
+        let mut slot = self.slot.lock_unpoisoned();
+        if slot.is_none() {
+            *slot = self.slots.clone().try_acquire_owned().ok();
+        }
+        slot.is_some()
+    }
+
+    /// Trades the connection slot for a stream slot while the request waits
+    /// for something that may take long (the user's answer).
+    fn park(&self) -> Result<StreamPermit, Full> {
+        let permit = self.streams.take(self.peer)?;
+        self.give_back_slot();
+        Ok(permit)
+    }
+}
+
+/// For a request that is about to wait for the user's answer (an
+/// elicitation): its connection slot is given back and a stream slot taken
+/// until the returned permit is dropped, so unanswered questions are bounded
+/// like streams and cannot hold the slots calls need. `Ok(None)` for a
+/// request that came over no connection of ours (stdio); `Err` with the
+/// reason when this client address has as many streams and waiting
+/// questions as it may.
+pub(crate) fn park(ctx: &RequestContext<RoleServer>) -> Result<Option<StreamPermit>, String> {
+    let connection =
+        ctx.extensions.get::<axum::http::request::Parts>().and_then(|parts| parts.extensions.get::<Arc<Connection>>());
+    match connection {
+        None => Ok(None),
+        Some(connection) => connection.park().map(Some).map_err(|full| full.to_string()),
     }
 }
 
@@ -115,13 +162,16 @@ pub(crate) async fn check(State(guard): State<Arc<Guard>>, request: Request, nex
     if declared.is_some_and(|n| n > guard.max_body_bytes as u64) {
         return closing(too_large(guard.max_body_bytes));
     }
+    let connection = request.extensions().get::<Arc<Connection>>().cloned();
+    if connection.as_ref().is_some_and(|c| !c.has_slot()) {
+        return busy("toolhost serve is serving as many requests at once as it may; retry shortly".to_string());
+    }
     let (parts, body) = request.into_parts();
     let body = match tokio::time::timeout(guard.body_timeout, axum::body::to_bytes(body, guard.max_body_bytes)).await {
         Err(_) => return closing((StatusCode::REQUEST_TIMEOUT, "the request body took too long").into_response()),
         Ok(Err(_)) => return closing(too_large(guard.max_body_bytes)),
         Ok(Ok(bytes)) => bytes,
     };
-    let connection = parts.extensions.get::<Arc<Connection>>().cloned();
     let kind = kind(&parts.method, parts.headers.contains_key("mcp-session-id"), &body);
     let request = Request::from_parts(parts, Body::from(body));
     match kind {
@@ -134,7 +184,7 @@ pub(crate) async fn check(State(guard): State<Arc<Guard>>, request: Request, nex
         }
         Kind::Stream => {
             let Some(connection) = connection else { return next.run(request).await };
-            let permit = match guard.streams.take(connection.peer) {
+            let permit = match connection.streams.take(connection.peer) {
                 Ok(permit) => permit,
                 Err(full) => return busy(full.to_string()),
             };

@@ -6,9 +6,11 @@
 //!
 //! Two kinds of slot: a connection holds a *connection slot* while it
 //! serves requests (`tools/call` among them); a long-lived stream (a
-//! `subscriptions/listen`, a 2025-11-25 GET stream) takes a *stream slot*
-//! instead (`guard.rs`, `streams.rs`), so streams, even unread ones, never
-//! take the slots a new client's call needs.
+//! `subscriptions/listen`, a 2025-11-25 GET stream), and a call while it
+//! waits for the user's answer to an elicitation ([`park`]), take a
+//! *stream slot* instead (`guard.rs`, `streams.rs`), so streams no one
+//! reads and questions no one answers never take the slots a new client's
+//! call needs.
 
 mod deadline;
 mod guard;
@@ -26,6 +28,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower_service::Service as _;
+
+pub(crate) use guard::park;
 
 use crate::{McpFront, SETTLE};
 use deadline::WriteDeadline;
@@ -182,14 +186,14 @@ pub async fn serve_http(
         origins,
         max_body_bytes: options.max_body_bytes,
         body_timeout: options.body_timeout,
-        streams: StreamSlots::new(options.max_streams, options.max_streams_per_peer),
         sessions,
         max_sessions: options.max_sessions,
     });
     let router =
         axum::Router::new().nest_service("/mcp", mcp).layer(axum::middleware::from_fn_with_state(checks, guard::check));
     bound(addr);
-    let result = accept(listener, router, &front, &options, cancel.clone(), stop).await;
+    let streams = StreamSlots::new(options.max_streams, options.max_streams_per_peer);
+    let result = accept(listener, router, streams, &front, &options, cancel.clone(), stop).await;
     cancel.cancel();
     result
 }
@@ -197,6 +201,7 @@ pub async fn serve_http(
 async fn accept(
     listener: tokio::net::TcpListener,
     router: axum::Router,
+    streams: Arc<StreamSlots>,
     front: &McpFront,
     options: &HttpOptions,
     cancel: CancellationToken,
@@ -236,11 +241,11 @@ async fn accept(
             continue;
         }
         let (slots, watcher, timeout) = (slots.clone(), graceful.watcher(), options.header_timeout);
-        let (router, write_timeout) = (router.clone(), options.write_timeout);
+        let (router, streams, write_timeout) = (router.clone(), streams.clone(), options.write_timeout);
         tokio::spawn(async move {
             let slot = match slot {
                 Ok(slot) => slot,
-                Err(_) => match tokio::time::timeout(timeout, slots.acquire_owned()).await {
+                Err(_) => match tokio::time::timeout(timeout, slots.clone().acquire_owned()).await {
                     Ok(Ok(slot)) => slot,
                     _ => return refuse_busy(stream, max_connections).await,
                 },
@@ -248,7 +253,7 @@ async fn accept(
             drop(waiter);
             // The slot goes with the connection; the guard gives it back
             // early when the connection turns into a stream.
-            let connection = Arc::new(Connection::new(Peer::of(peer.ip()), slot));
+            let connection = Arc::new(Connection::new(Peer::of(peer.ip()), slots, streams, slot));
             let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
                 request.extensions_mut().insert(connection.clone());
                 router.clone().call(request)

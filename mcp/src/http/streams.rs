@@ -1,8 +1,9 @@
 //! The bound on long-lived streams (a 2026-07-28 `subscriptions/listen`, a
-//! 2025-11-25 GET stream), kept apart from the connection slots that
-//! requests use: in all, and per peer, so that streams no one reads cannot
-//! take the slots a new client's `tools/call` needs, and one peer cannot
-//! take every stream.
+//! 2025-11-25 GET stream) and on requests waiting for the user's answer (a
+//! 2025-11-25 elicitation), kept apart from the connection slots that
+//! requests use: in all, and per peer, so that streams no one reads and
+//! questions no one answers cannot take the slots a new client's
+//! `tools/call` needs, and one peer cannot take them all.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -52,11 +53,15 @@ pub(crate) enum Full {
 impl std::fmt::Display for Full {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Full::Total(n) => write!(f, "toolhost serve holds {n} streams, as many as it keeps open; retry shortly"),
+            Full::Total(n) => write!(
+                f,
+                "toolhost serve holds {n} long-lived streams and questions waiting for an answer, as many as it \
+                 keeps; retry shortly"
+            ),
             Full::Peer(n) => write!(
                 f,
-                "this address holds {n} streams, as many as one client address may keep open; \
-                 close one (or retry shortly)"
+                "this client address holds {n} long-lived streams and questions waiting for an answer, as many as \
+                 one address may; close or answer one (or retry shortly)"
             ),
         }
     }
