@@ -345,10 +345,10 @@ pub struct ServeArgs {
     /// HTTP connections serving requests at once; the next waits (up to 10 s), then gets 503 [default: 512]
     #[arg(long, value_name = "N", requires = "http")]
     pub max_connections: Option<usize>,
-    /// Long-lived HTTP streams (subscriptions/listen, GET streams) open at once; they hold no connection slot [default: 256]
+    /// Long-lived HTTP streams (subscriptions/listen, GET streams) and calls waiting for an elicitation answer, at once; they hold no connection slot [default: 256]
     #[arg(long, value_name = "N", requires = "http")]
     pub max_streams: Option<usize>,
-    /// Long-lived HTTP streams one client address (an IPv6 /64) may hold [default: 32]
+    /// The same, for one client address (an IPv6 /64) [default: 32]
     #[arg(long, value_name = "N", requires = "http")]
     pub max_streams_per_peer: Option<usize>,
     /// Seconds an HTTP write may wait for the client to read before the connection is dropped [default: 30]

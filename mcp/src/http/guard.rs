@@ -198,8 +198,7 @@ pub(crate) async fn check(State(guard): State<Arc<Guard>>, request: Request, nex
                 return response;
             }
             connection.give_back_slot();
-            // The stream ends the connection: its next request would need a
-            // connection slot again.
+            // The connection ends with its stream.
             let (mut parts, body) = response.into_parts();
             parts.headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
             Response::from_parts(parts, Body::new(Held { body, _permit: permit }))

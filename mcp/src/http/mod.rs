@@ -70,9 +70,10 @@ pub struct HttpOptions {
     /// close (at most the header timeout), then is answered 503. Streams
     /// do not count.
     pub max_connections: usize,
-    /// Long-lived streams (`subscriptions/listen`, GET streams) open at once.
+    /// Long-lived streams (`subscriptions/listen`, GET streams) and calls
+    /// waiting for the user's answer to an elicitation, at once.
     pub max_streams: usize,
-    /// Long-lived streams one client address (an IPv6 /64) may hold.
+    /// The same, for one client address (an IPv6 /64).
     pub max_streams_per_peer: usize,
     /// Live 2025-11-25 sessions; the next evicts the one idle longest, or is
     /// answered 503 when every session has a request or stream open.
@@ -252,7 +253,7 @@ async fn accept(
             };
             drop(waiter);
             // The slot goes with the connection; the guard gives it back
-            // early when the connection turns into a stream.
+            // while the connection carries a stream or waits on a question.
             let connection = Arc::new(Connection::new(Peer::of(peer.ip()), slots, streams, slot));
             let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
                 request.extensions_mut().insert(connection.clone());
