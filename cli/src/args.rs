@@ -284,7 +284,7 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Serve every tool to MCP clients (stdio by default, or streamable HTTP
     /// with --http), with the same settings, permissions and limits as `call`
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Pin every configured plugin and middleware in toolhost.lock (beside the settings file):
     /// name, file, SHA-256 and the capabilities it declares, which approves them for reloads
     Lock(LockArgs),
