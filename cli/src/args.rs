@@ -284,7 +284,7 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Serve every tool to MCP clients (stdio by default, or streamable HTTP
     /// with --http), with the same settings, permissions and limits as `call`
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Pin every configured plugin and middleware in toolhost.lock (beside the settings file):
     /// name, file, SHA-256 and the capabilities it declares, which approves them for reloads
     Lock(LockArgs),
@@ -342,6 +342,27 @@ pub struct ServeArgs {
     /// Largest HTTP request body in bytes [default: 4 MiB]
     #[arg(long, value_name = "BYTES", requires = "http")]
     pub max_body_bytes: Option<usize>,
+    /// HTTP connections serving requests at once; the next waits (up to 10 s), then gets 503 [default: 512]
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_connections: Option<usize>,
+    /// Long-lived HTTP streams (subscriptions/listen, GET streams) and calls waiting for an elicitation answer, at once; they hold no connection slot [default: 256]
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_streams: Option<usize>,
+    /// The same, for one client address (an IPv6 /64) [default: 32]
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_streams_per_peer: Option<usize>,
+    /// Seconds an HTTP write may wait for the client to read before the connection is dropped [default: 30]
+    #[arg(long, value_name = "SECONDS", requires = "http")]
+    pub write_timeout: Option<f64>,
+    /// Live 2025-11-25 MCP sessions; the next evicts the one idle longest (503 if all are busy) [default: 1000]
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_sessions: Option<usize>,
+    /// Seconds an MCP session may stay silent before it is closed [default: 300]
+    #[arg(long, value_name = "SECONDS", requires = "http")]
+    pub session_idle_timeout: Option<f64>,
+    /// Seconds an MCP session that made no request after initialize is kept [default: 60]
+    #[arg(long, value_name = "SECONDS", requires = "http")]
+    pub unused_session_timeout: Option<f64>,
     /// On SIGINT/SIGTERM, how long running calls may finish before they are cancelled and their processes killed
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub grace: f64,

@@ -72,7 +72,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(a) => run::run(&cli.global, a).await,
         Command::Check(a) => check::check(&cli.global, a).await,
         Command::Inspect(a) => inspect::inspect(&cli.global, a).await,
-        Command::Serve(a) => serve::serve(&cli.global, a).await,
+        Command::Serve(a) => serve::serve(&cli.global, *a).await,
         Command::Lock(a) => lock::lock(&cli.global, a).await,
         Command::Status(a) => status::status(&cli.global, a),
         Command::Wit(a) => wit::wit(a),

@@ -21,10 +21,7 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
     if let Some((watcher, _)) = &watcher {
         front.forward_reload_errors(watcher.reload_errors());
     }
-    if !(args.grace.is_finite() && args.grace >= 0.0) {
-        bail!("--grace takes a number of seconds, 0 or more (got {})", args.grace);
-    }
-    let grace = std::time::Duration::from_secs_f64(args.grace);
+    let grace = seconds("--grace", args.grace)?;
     match args.http {
         None => toolhost_mcp::serve_stdio(front, grace, stopped()).await?,
         Some(addr) => {
@@ -33,8 +30,19 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
             options.token = token(args.token, args.token_file.as_ref())?;
             options.allowed_origins = args.allowed_origins;
             options.allowed_hosts = args.allowed_hosts;
-            if let Some(bytes) = args.max_body_bytes {
-                options.max_body_bytes = bytes;
+            options.max_body_bytes = args.max_body_bytes.unwrap_or(options.max_body_bytes);
+            options.max_connections = args.max_connections.unwrap_or(options.max_connections);
+            options.max_streams = args.max_streams.unwrap_or(options.max_streams);
+            options.max_streams_per_peer = args.max_streams_per_peer.unwrap_or(options.max_streams_per_peer);
+            options.max_sessions = args.max_sessions.unwrap_or(options.max_sessions);
+            for (value, flag, field) in [
+                (args.write_timeout, "--write-timeout", &mut options.write_timeout),
+                (args.session_idle_timeout, "--session-idle-timeout", &mut options.session_idle_timeout),
+                (args.unused_session_timeout, "--unused-session-timeout", &mut options.unused_session_timeout),
+            ] {
+                if let Some(value) = value {
+                    *field = seconds(flag, value)?;
+                }
             }
             let announce = |bound| eprintln!("toolhost serve: listening on http://{bound}/mcp");
             toolhost_mcp::serve_http(front, options, announce, stopped()).await?;
@@ -77,6 +85,12 @@ async fn watch(host: &toolhost::Toolhost) -> Result<(toolhost::reload::Watcher, 
     let watcher = host.watch(options).await?;
     eprintln!("toolhost serve: watching the plugin files for changes (status: toolhost status)");
     Ok((watcher, status))
+}
+
+/// `value` seconds of `flag` as a duration: a number, 0 or more.
+fn seconds(flag: &str, value: f64) -> Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(value)
+        .map_err(|_| anyhow::anyhow!("{flag} takes a number of seconds, 0 or more (got {value})"))
 }
 
 /// The token from --token or the first line of --token-file.

@@ -84,6 +84,8 @@ pub struct CallRequest {
     pub mode: Option<Mode>,
     /// The agent state to use; `None` uses the host's own.
     pub session: Option<Arc<AgentState>>,
+    /// Who asks, for the audit log (the front end that took the call).
+    pub caller: Option<crate::audit::Caller>,
 }
 
 impl CallRequest {
@@ -91,7 +93,14 @@ impl CallRequest {
     pub fn new(tool: impl Into<String>, input: impl Into<String>) -> Self {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Self { id: format!("call_{n}"), tool: tool.into(), input: input.into(), mode: None, session: None }
+        Self {
+            id: format!("call_{n}"),
+            tool: tool.into(),
+            input: input.into(),
+            mode: None,
+            session: None,
+            caller: None,
+        }
     }
 
     /// Sets the mode for this call.
@@ -103,6 +112,12 @@ impl CallRequest {
     /// Uses `state` as the agent state.
     pub fn session(mut self, state: Arc<AgentState>) -> Self {
         self.session = Some(state);
+        self
+    }
+
+    /// Names who asks, for the audit log's record of the call.
+    pub fn caller(mut self, caller: crate::audit::Caller) -> Self {
+        self.caller = Some(caller);
         self
     }
 

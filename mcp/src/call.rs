@@ -31,6 +31,8 @@ pub(crate) enum Driven {
     NeedsInput(Pending, ElicitRequestParams),
 }
 
+const CANCELLED: &str = "The call was cancelled by the client.";
+
 /// Progress messages longer than this are cut (the full text is in the
 /// result).
 const MAX_PROGRESS_MESSAGE: usize = 16 * 1024;
@@ -51,7 +53,7 @@ pub(crate) async fn drive(
         let event = tokio::select! {
             // Dropping the stream aborts the call's task: its instance is
             // dropped and its process group killed.
-            () = ctx.ct.cancelled() => return Driven::Done(error_result("The call was cancelled by the client.")),
+            () = ctx.ct.cancelled() => return Driven::Done(error_result(CANCELLED)),
             event = stream.next() => event,
         };
         let Some(event) = event else {
@@ -79,11 +81,17 @@ pub(crate) async fn drive(
             CallEvent::PermissionRequest(req) => match &asker {
                 Asker::Elicit => {
                     let form = asks::permission_form(&req);
-                    let answer = match elicit(ctx, form).await {
-                        Some(result) => asks::permission_answer(&result, &req.decision),
-                        None => return Driven::Done(error_result("The call was cancelled by the client.")),
-                    };
-                    req.answer(answer);
+                    match elicit(ctx, form).await {
+                        Elicited::Answered(result) => {
+                            let answer = asks::permission_answer(&result, &req.decision);
+                            req.answer(answer);
+                        }
+                        Elicited::Cancelled => return Driven::Done(error_result(CANCELLED)),
+                        Elicited::NotAsked(why) => {
+                            refusal = Some(format!("Permission denied: {}: {why}", req.tool));
+                            req.deny();
+                        }
+                    }
                 }
                 Asker::Rounds(answers) => match answers.iter().find_map(|a| a.permission_for(&req)) {
                     Some(answer) => req.answer(answer),
@@ -116,13 +124,27 @@ fn ask_next_round(req: &PermissionRequest) -> Driven {
     Driven::NeedsInput(pending, asks::permission_form(req))
 }
 
-/// Asks the client; `None` when the call was cancelled meanwhile. A client
-/// that fails to answer declines.
-async fn elicit(ctx: &RequestContext<RoleServer>, form: ElicitRequestParams) -> Option<ElicitResult> {
+/// How an elicitation ended.
+enum Elicited {
+    Answered(ElicitResult),
+    /// The call was cancelled meanwhile.
+    Cancelled,
+    /// Not asked: too many questions of this client wait already (why).
+    NotAsked(String),
+}
+
+/// Asks the client. A client that fails to answer declines. While the
+/// question waits, the HTTP request holds a stream slot, not a connection
+/// slot (`http::park`): an answer may take minutes, or never come.
+async fn elicit(ctx: &RequestContext<RoleServer>, form: ElicitRequestParams) -> Elicited {
+    let _parked = match crate::http::park(ctx) {
+        Ok(parked) => parked,
+        Err(why) => return Elicited::NotAsked(format!("toolhost could not ask the user: {why}.")),
+    };
     tokio::select! {
-        () = ctx.ct.cancelled() => None,
+        () = ctx.ct.cancelled() => Elicited::Cancelled,
         r = ctx.peer.create_elicitation(form) => {
-            Some(r.unwrap_or_else(|_| ElicitResult::new(rmcp::model::ElicitationAction::Decline)))
+            Elicited::Answered(r.unwrap_or_else(|_| ElicitResult::new(rmcp::model::ElicitationAction::Decline)))
         }
     }
 }
@@ -143,8 +165,9 @@ async fn external(host: &Toolhost, ext: ExternalCall, ctx: &RequestContext<RoleS
     };
     let result = match asker {
         Asker::Elicit => match elicit(ctx, form).await {
-            Some(answer) => asks::ask_user_result(&ext.input, &answer),
-            None => return done("The call was cancelled by the client."),
+            Elicited::Answered(answer) => asks::ask_user_result(&ext.input, &answer),
+            Elicited::Cancelled => return done(CANCELLED),
+            Elicited::NotAsked(why) => return done(format!("AskUser: {why} Ask the user yourself: {}", ext.input)),
         },
         Asker::Rounds(answers) => {
             let digest = asks::digest(&ext.input);

@@ -10,8 +10,10 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSendError};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use toolhost::audit::Caller;
 use toolhost::{CallRequest, Toolhost};
 
 use crate::asks::{Answer, Rounds};
@@ -144,6 +146,22 @@ fn new_session_key() -> String {
 /// server-to-client requests.
 fn is_2026(ctx: &RequestContext<RoleServer>) -> bool {
     ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Who makes a request, for the audit log: the transport, the protocol
+/// version, and a digest of the HTTP session's id (never the id: whoever
+/// reads it could act in the session).
+fn caller(ctx: &RequestContext<RoleServer>) -> Caller {
+    let http = ctx.extensions.get::<axum::http::request::Parts>();
+    let session = http.and_then(|parts| parts.headers.get("mcp-session-id")).map(|id| {
+        let digest = Sha256::digest(id.as_bytes());
+        format!("sha256:{}", hex::encode(&digest[..8]))
+    });
+    Caller {
+        front: (if http.is_some() { "mcp-http" } else { "mcp-stdio" }).to_string(),
+        protocol: ctx.protocol_version().map(|v| v.as_str().to_string()),
+        session,
+    }
 }
 
 /// Whether the client declared form elicitation (for this request in
@@ -296,7 +314,7 @@ impl ServerHandler for McpFront {
         let key = self.state_key(&ctx);
         let state = self.session_state(&key)?;
         let group_changes = state.group_changes();
-        let request = CallRequest::new(&tool, args.to_string()).session(state.clone());
+        let request = CallRequest::new(&tool, args.to_string()).session(state.clone()).caller(caller(&ctx));
         let driven = drive(host, request, &ctx, asker).await;
         // `reset_tools` changed what this session is offered: tell its
         // client. (2026-07-28 forbids this mid-request message; its

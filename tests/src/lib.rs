@@ -332,3 +332,13 @@ pub fn mcp_python() -> Option<&'static Path> {
         })
         .as_deref()
 }
+
+/// Waits until `done` says so, checking every 50 ms; fails the test naming
+/// `what` after `limit`.
+pub fn wait_for(what: &str, limit: std::time::Duration, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

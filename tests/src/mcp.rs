@@ -237,3 +237,155 @@ pub fn each_transport(scratch: &Scratch, extra: &[&str], mut check: impl FnMut(&
         check(&http, mode, "http");
     }
 }
+
+/// Raw HTTP/1.1 for the tests that misbehave on purpose (a client that
+/// never reads, lies about a length, floods `initialize`): each exchange on
+/// a connection of its own, over loopback.
+pub mod raw {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+
+    use serde_json::{Value, json};
+
+    /// The protocol version of sessionless requests.
+    pub const MODERN: &str = "2026-07-28";
+    /// The protocol version of sessions.
+    pub const LEGACY: &str = "2025-11-25";
+
+    /// The head of a request to `/mcp` with `Connection: close` and `headers`.
+    pub fn head(addr: &str, method: &str, headers: &[(&str, &str)]) -> Vec<u8> {
+        let mut head = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nConnection: close\r\n"
+        );
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        head.into_bytes()
+    }
+
+    /// A request with `body`, its `Content-Length` declared unless
+    /// `headers` declares one.
+    pub fn request(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Vec<u8> {
+        let length = body.len().to_string();
+        let mut all = headers.to_vec();
+        if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-length")) {
+            all.push(("Content-Length", &length));
+        }
+        let mut bytes = head(addr, method, &all);
+        bytes.extend_from_slice(body.as_bytes());
+        bytes
+    }
+
+    /// Writes `bytes`, then reads until the server answers and closes (at
+    /// most 60 s); returns the answer and how long it took.
+    pub fn exchange(addr: &str, bytes: &[u8]) -> (String, Duration) {
+        let mut stream = TcpStream::connect(addr).expect("connecting");
+        stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let started = Instant::now();
+        stream.write_all(bytes).expect("writing");
+        let mut got = Vec::new();
+        let _ = stream.read_to_end(&mut got);
+        (String::from_utf8_lossy(&got).into_owned(), started.elapsed())
+    }
+
+    /// The status code of an answer.
+    pub fn status(answer: &str) -> u16 {
+        answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+    }
+
+    /// A header of an answer's head (names compare without case).
+    pub fn header(answer: &str, name: &str) -> Option<String> {
+        let head = answer.split("\r\n\r\n").next()?;
+        head.lines().skip(1).find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    }
+
+    /// The JSON-RPC reply (the message with an `id`) among a small
+    /// answer's SSE events (each in one chunk) or JSON body.
+    pub fn reply(answer: &str) -> Option<Value> {
+        let body = answer.split_once("\r\n\r\n")?.1;
+        body.lines()
+            .map(|line| line.trim().strip_prefix("data:").unwrap_or(line).trim())
+            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+            .find(|m| m.get("id").is_some())
+    }
+
+    /// A 2026-07-28 request body of `method` with `params` (its `_meta`
+    /// added), and the headers it needs.
+    pub fn modern(method: &str, mut params: Value) -> (String, Vec<(&'static str, String)>) {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+        let mut headers = vec![("MCP-Protocol-Version", MODERN.to_string()), ("Mcp-Method", method.to_string())];
+        if let Some(name) = params.get("name").and_then(Value::as_str) {
+            headers.push(("Mcp-Name", name.to_string()));
+        }
+        (json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string(), headers)
+    }
+
+    /// A 2026-07-28 `subscriptions/listen` for tool-list changes.
+    pub fn listen(addr: &str) -> Vec<u8> {
+        let (body, headers) = modern("subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}));
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        request(addr, "POST", &headers, &body)
+    }
+
+    /// A 2026-07-28 `tools/call`.
+    pub fn modern_call(addr: &str, tool: &str, args: Value) -> Vec<u8> {
+        let (body, headers) = modern("tools/call", json!({"name": tool, "arguments": args}));
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        request(addr, "POST", &headers, &body)
+    }
+
+    /// A 2025-11-25 session, initialised; its `Mcp-Session-Id`.
+    pub fn initialize(addr: &str) -> String {
+        initialize_with(addr, json!({}))
+    }
+
+    /// A 2025-11-25 session of a client with `capabilities`, initialised;
+    /// its `Mcp-Session-Id`.
+    pub fn initialize_with(addr: &str, capabilities: Value) -> String {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LEGACY, "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "0"}}})
+        .to_string();
+        let (answer, _) = exchange(addr, &request(addr, "POST", &[], &body));
+        assert_eq!(status(&answer), 200, "initialize: {answer}");
+        let session = header(&answer, "mcp-session-id").expect("a session id");
+        let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        let (answer, _) = exchange(addr, &in_session(addr, &session, "POST", &done));
+        assert_eq!(status(&answer), 202, "notifications/initialized: {answer}");
+        session
+    }
+
+    /// A request of session `session`.
+    pub fn in_session(addr: &str, session: &str, method: &str, body: &str) -> Vec<u8> {
+        request(addr, method, &[("Mcp-Session-Id", session), ("MCP-Protocol-Version", LEGACY)], body)
+    }
+
+    /// A `tools/call` in session `session`; the answer.
+    pub fn legacy_call(addr: &str, session: &str, tool: &str, args: Value) -> String {
+        let body =
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": args}})
+                .to_string();
+        exchange(addr, &in_session(addr, session, "POST", &body)).0
+    }
+
+    /// Whether session `session` is still live, asked without using it: a
+    /// notification (cancelling a request that does not exist) is 202 in a
+    /// live session, 404 in one that is gone, and is no request, so the
+    /// session's clock runs on.
+    pub fn session_is_live(addr: &str, session: &str) -> bool {
+        let probe = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "probe"}});
+        match status(&exchange(addr, &in_session(addr, session, "POST", &probe.to_string())).0) {
+            404 => false,
+            202 => true,
+            other => panic!("probing session {session}: status {other}"),
+        }
+    }
+}

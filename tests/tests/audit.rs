@@ -352,6 +352,18 @@ fn replay_prints_every_field_of_a_forged_line_escaped() {
     assert_eq!(report["changed"][0]["before"]["rule"], rule.as_str());
 }
 
+/// The records of `log` once it holds `n` call records (or after 20 s).
+fn once_written(log: &Path, n: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let records = if log.exists() { lines(log) } else { Vec::new() };
+        if calls(&records).len() >= n || std::time::Instant::now() > deadline {
+            return records;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn toolhost_serve_logs_each_mcp_call() {
     use toolhost_e2e::mcp::{HttpServer, client};
@@ -373,14 +385,7 @@ fn toolhost_serve_logs_each_mcp_call() {
     let r = client(py, &scratch, &server.transport(None), "auto", "call", json!({"tool": "Bash", "args": args}));
     assert_eq!(r["is_error"], true, "no one to ask over MCP without elicitation: {r}");
     // The writer writes as records come; wait for both.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let records = loop {
-        let records = if log.exists() { lines(&log) } else { Vec::new() };
-        if calls(&records).len() >= 2 || std::time::Instant::now() > deadline {
-            break records;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let records = once_written(&log, 2);
     drop(server);
     let calls = calls(&records);
     assert_eq!(calls.len(), 2, "{records:#?}");
@@ -395,4 +400,44 @@ fn toolhost_serve_logs_each_mcp_call() {
     assert_eq!(calls[1]["input"]["command"], "touch served.txt");
     assert_ne!(calls[1]["outcome"], "success");
     assert!(!scratch.work().join("served.txt").exists());
+}
+
+/// Each record of a `serve` call names its caller: the transport, the
+/// protocol version and, for a 2025-11-25 session, a digest of its id, so
+/// the log tells clients apart; never the id itself, which lets whoever
+/// reads it act in the session. A 2026-07-28 request has no session and
+/// says so.
+#[test]
+fn toolhost_serve_records_which_mcp_session_made_each_call() {
+    use sha2::{Digest as _, Sha256};
+    use toolhost_e2e::mcp::{HttpServer, raw};
+    let scratch = Scratch::new();
+    let log = scratch.outside("serve-callers.jsonl");
+    let log_arg = log.display().to_string();
+    let server = HttpServer::start_with(&scratch, &["--audit", &log_arg], &[]);
+    let addr = server.addr();
+    let (a, b) = (raw::initialize(&addr), raw::initialize(&addr));
+    for session in [&a, &b, &a] {
+        let answer = raw::legacy_call(&addr, session, "Glob", json!({"pattern": "*"}));
+        let reply = raw::reply(&answer).unwrap_or_else(|| panic!("no reply: {answer}"));
+        assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
+    }
+    let (answer, _) = raw::exchange(&addr, &raw::modern_call(&addr, "Glob", json!({"pattern": "*"})));
+    assert_eq!(raw::status(&answer), 200, "{answer}");
+    let records = once_written(&log, 4);
+    drop(server);
+    let calls = calls(&records);
+    assert_eq!(calls.len(), 4, "{records:#?}");
+    let digest = |id: &str| {
+        let hash = Sha256::digest(id.as_bytes());
+        format!("sha256:{}", hash[..8].iter().map(|b| format!("{b:02x}")).collect::<String>())
+    };
+    let legacy = |id: &str| json!({"front": "mcp-http", "protocol": raw::LEGACY, "session": digest(id)});
+    assert_eq!(calls[0]["caller"], legacy(&a));
+    assert_eq!(calls[1]["caller"], legacy(&b));
+    assert_eq!(calls[2]["caller"], legacy(&a), "one session, one name");
+    assert_ne!(calls[0]["caller"], calls[1]["caller"], "two sessions, two names");
+    assert_eq!(calls[3]["caller"], json!({"front": "mcp-http", "protocol": raw::MODERN, "session": null}));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(a.as_str()) && !text.contains(b.as_str()), "a session id is in the log: {text}");
 }

@@ -6,14 +6,13 @@
 //! running calls get the grace period, the rest are cancelled with their
 //! process group killed, the session file is whole, and the exit code is 0.
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_e2e::mcp::{HttpServer, Transport, client, client_command, serve_args};
-use toolhost_e2e::{Scratch, mcp_python, root};
+use toolhost_e2e::mcp::{HttpServer, Transport, client, client_command, raw, serve_args};
+use toolhost_e2e::{Scratch, mcp_python, root, wait_for};
 
 fn fixture(scratch: &Scratch, extra: &[&str]) -> HttpServer {
     let mut args = vec![
@@ -28,23 +27,16 @@ fn fixture(scratch: &Scratch, extra: &[&str]) -> HttpServer {
     HttpServer::spawn(scratch, &args)
 }
 
-/// Writes `bytes`, then reads until the server answers or closes; returns
-/// what it sent and how long that took.
-fn send(addr: &str, bytes: &[u8]) -> (String, Duration) {
-    let mut stream = TcpStream::connect(addr).expect("connecting");
-    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let started = Instant::now();
-    stream.write_all(bytes).expect("writing");
-    let mut got = Vec::new();
-    let _ = stream.read_to_end(&mut got);
-    (String::from_utf8_lossy(&got).into_owned(), started.elapsed())
+/// The head of a POST that declares `length` bytes of body.
+fn post_head(addr: &str, length: usize) -> Vec<u8> {
+    raw::head(addr, "POST", &[("Content-Length", &length.to_string())])
 }
 
-fn post_head(addr: &str, length: usize) -> String {
-    format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
-    )
+/// A `toolhost serve` still answers a call of the real client.
+fn still_serves_toolhost(py: &std::path::Path, scratch: &Scratch, server: &HttpServer) {
+    let r =
+        client(py, scratch, &server.transport(None), "auto", "call", json!({"tool": "Glob", "args": {"pattern": "*"}}));
+    assert_eq!(r["is_error"], false, "{r}");
 }
 
 fn still_serves(py: &std::path::Path, scratch: &Scratch, server: &HttpServer) {
@@ -64,9 +56,9 @@ fn mcp_a_body_over_the_limit_is_refused_with_413() {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "raw", "version": "0"}, "_meta": {"pad": "x".repeat(pad)}}})
         .to_string();
-        let mut request = post_head(&addr, body.len()).into_bytes();
+        let mut request = post_head(&addr, body.len());
         request.extend_from_slice(body.as_bytes());
-        send(&addr, &request).0
+        raw::exchange(&addr, &request).0
     };
     let small = call(100);
     assert!(small.starts_with("HTTP/1.1 200"), "a body under the limit is served: {small}");
@@ -74,11 +66,39 @@ fn mcp_a_body_over_the_limit_is_refused_with_413() {
     assert!(big.starts_with("HTTP/1.1 413"), "{big}");
     assert!(big.contains("over 2000 bytes"), "{big}");
     // A body that claims a small length but streams on is cut at the limit too.
-    let mut lying = post_head(&addr, 100_000).into_bytes();
+    let mut lying = post_head(&addr, 100_000);
     lying.extend(std::iter::repeat_n(b' ', 100_000));
-    let (answer, _) = send(&addr, &lying);
+    let (answer, _) = raw::exchange(&addr, &lying);
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     still_serves(py, &scratch, &server);
+}
+
+/// A declared length over the limit is refused before the body is read:
+/// the client is told 413 at once, not left to send 10 GB or time out.
+#[test]
+fn mcp_a_declared_length_over_the_limit_is_refused_at_once() {
+    let Some(py) = mcp_python() else { return };
+    let scratch = Scratch::new();
+    let server = HttpServer::start(&scratch, &[]);
+    let addr = server.addr();
+    // Ten bytes of the promised ten gigabytes, then nothing.
+    let mut request = raw::request(&addr, "POST", &[("Content-Length", "10000000000")], "");
+    request.extend_from_slice(b"{\"jsonrpc\"");
+    let (answer, _) = raw::exchange(&addr, &request);
+    assert_eq!(raw::status(&answer), 413, "{answer}");
+    assert!(answer.contains("over 4194304 bytes"), "{answer}");
+    assert_eq!(raw::header(&answer, "connection").as_deref(), Some("close"), "{answer}");
+    // Chunked, with no length declared: the streamed bound still holds.
+    let mut chunked = raw::head(&addr, "POST", &[("Transfer-Encoding", "chunked")]);
+    for _ in 0..5 {
+        chunked.extend_from_slice(format!("{:x}\r\n", 1 << 20).as_bytes());
+        chunked.extend(std::iter::repeat_n(b' ', 1 << 20));
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let (answer, _) = raw::exchange(&addr, &chunked);
+    assert_eq!(raw::status(&answer), 413, "{answer}");
+    still_serves_toolhost(py, &scratch, &server);
 }
 
 #[test]
@@ -93,7 +113,7 @@ fn mcp_a_slow_or_dead_client_loses_its_connection() {
             let addr = addr.clone();
             std::thread::spawn(move || {
                 let half = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\n");
-                send(&addr, if i % 2 == 0 { b"" } else { half.as_bytes() })
+                raw::exchange(&addr, if i % 2 == 0 { b"" } else { half.as_bytes() })
             })
         })
         .collect();
@@ -104,9 +124,9 @@ fn mcp_a_slow_or_dead_client_loses_its_connection() {
         assert!(took < Duration::from_secs(10), "a silent client held its connection for {took:?}");
     }
     // A body that stops arriving: 408, then the connection is closed.
-    let mut stalled = post_head(&addr, 1000).into_bytes();
+    let mut stalled = post_head(&addr, 1000);
     stalled.extend_from_slice(b"{\"jsonrpc\":");
-    let (answer, took) = send(&addr, &stalled);
+    let (answer, took) = raw::exchange(&addr, &stalled);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(took < Duration::from_secs(10), "{took:?}");
     still_serves(py, &scratch, &server);
@@ -115,14 +135,6 @@ fn mcp_a_slow_or_dead_client_loses_its_connection() {
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
     unsafe { libc::kill(pid, 0) == 0 }
-}
-
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn spawn_call(py: &std::path::Path, scratch: &Scratch, server: &HttpServer, command: &str) -> Child {

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_e2e::mcp::{HttpServer, MODES, Transport, client, listed as tool, serve_args};
+use toolhost_e2e::mcp::{HttpServer, MODES, Transport, client, listed as tool, raw, serve_args};
 use toolhost_e2e::shown::{HOSTILE, HOSTILE_IN_JSON_SHOWN, HOSTILE_SHOWN, assert_escaped, assert_escaped_as, strings};
 use toolhost_e2e::{Scratch, mcp_python, toolhost_bin};
 
@@ -301,6 +301,47 @@ fn mcp_http_checks_the_token_and_the_origin() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--token"), "{out:?}");
+}
+
+/// `--allowed-origin` is matched exactly: an entry without a port means its
+/// scheme's default port (rmcp 3.11 alone reads it as any port, so a page
+/// served from another port of the same host could call).
+#[test]
+fn mcp_an_allowed_origin_is_matched_exactly() {
+    let scratch = Scratch::new();
+    let server = HttpServer::start(
+        &scratch,
+        &["--allowed-origin", "http://app.localhost", "--allowed-origin", "http://localhost:3000"],
+    );
+    let addr = server.addr();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": raw::LEGACY, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    .to_string();
+    for (origin, want) in [
+        ("http://app.localhost", 200),
+        ("http://app.localhost:80", 200),
+        ("http://localhost:3000", 200),
+        ("http://app.localhost:6666", 403),
+        ("https://app.localhost", 403),
+        ("http://localhost:3001", 403),
+        ("http://localhost", 403),
+        ("null", 403),
+    ] {
+        let (answer, _) = raw::exchange(&addr, &raw::request(&addr, "POST", &[("Origin", origin)], &init));
+        assert_eq!(raw::status(&answer), want, "{origin}: {answer}");
+        if want == 403 {
+            assert!(answer.contains("--allowed-origin"), "the refusal says how to allow it: {answer}");
+        }
+    }
+    // An entry that is not an origin is refused at start, named.
+    let out = Command::new(toolhost_bin())
+        .args(["serve", "--http", "127.0.0.1:0", "--allowed-origin", "localhost:3000"])
+        .current_dir(scratch.work())
+        .env("HOME", scratch.dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("\"localhost:3000\" is not an origin"), "{stderr}");
 }
 
 #[test]

@@ -27,7 +27,7 @@ mod writer;
 use std::sync::{Arc, Mutex};
 
 pub use backend::RecordingBackend;
-pub use record::{DecisionRecord, HostOp, Record};
+pub use record::{Caller, DecisionRecord, HostOp, Record};
 pub use toolhost_core::audit::AuditSettings;
 pub use writer::{AuditLog, AuditStats};
 

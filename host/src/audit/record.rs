@@ -15,6 +15,11 @@ pub struct Record {
     pub call_id: String,
     /// The session's state file, or `null` for the host's own state.
     pub session: Option<String>,
+    /// Who made the call, as the front end that took it knows it (an MCP
+    /// client of `toolhost serve`); absent for `call`, `run` and library
+    /// calls that name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<Caller>,
     /// The tool name as called.
     pub tool: String,
     /// The SHA-256 of the tool's component (built-ins too); `null` when the
@@ -47,6 +52,23 @@ pub struct Record {
     pub duration_us: u64,
     /// Bytes of text in the response.
     pub output_bytes: u64,
+}
+
+/// The caller of a call, as its front end names it: enough to tell clients
+/// apart in the log, never a secret of theirs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caller {
+    /// How the call arrived: `mcp-http` or `mcp-stdio` from `toolhost serve`.
+    pub front: String,
+    /// The MCP protocol version the request spoke (`2025-11-25`,
+    /// `2026-07-28`), when the front end speaks MCP.
+    pub protocol: Option<String>,
+    /// A name for the client's session that is not its secret: for an MCP
+    /// HTTP session, `sha256:` and the first 16 hex digits of the SHA-256 of
+    /// its `Mcp-Session-Id` (the id itself lets anyone who reads it act in
+    /// the session). `null` where the protocol has no sessions (2026-07-28:
+    /// each request stands alone) or the transport has one client (stdio).
+    pub session: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

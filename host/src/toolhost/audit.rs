@@ -45,6 +45,7 @@ impl Toolhost {
         let raw_input = request.input.clone();
         let mode = request.mode.unwrap_or(self.mode());
         let session = request.session.as_ref().and_then(|s| s.file()).map(|p| p.display().to_string());
+        let caller = request.caller.clone();
         let response = audit::scope(call.clone(), self.run_call(request, events)).await;
         let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         let gathered = call.take();
@@ -61,6 +62,7 @@ impl Toolhost {
             time: String::new(),
             call_id,
             session,
+            caller,
             tool,
             plugin_sha256: gathered.plugin_sha256,
             mode,

@@ -1,29 +1,42 @@
 //! MCP streamable HTTP: loopback unless a token guards it, the token
-//! checked on every request, `Origin` validated, bodies bounded in size and
-//! time, headers bounded in time, connections bounded in number, and a
+//! checked on every request, `Origin` matched exactly, bodies bounded in
+//! size and time, headers bounded in time, writes bounded in time,
+//! connections, long-lived streams and sessions bounded in number, and a
 //! graceful stop.
+//!
+//! Two kinds of slot: a connection holds a *connection slot* while it
+//! serves requests (`tools/call` among them); a long-lived stream (a
+//! `subscriptions/listen`, a 2025-11-25 GET stream), and a call while it
+//! waits for the user's answer to an elicitation ([`park`]), take a
+//! *stream slot* instead (`guard.rs`, `streams.rs`), so streams no one
+//! reads and questions no one answers never take the slots a new client's
+//! call needs.
+
+mod deadline;
+mod guard;
+mod origin;
+mod sessions;
+mod streams;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tower_service::Service as _;
+
+pub(crate) use guard::park;
 
 use crate::{McpFront, SETTLE};
-
-/// The most connections served at once; the next waits for one to close
-/// (at most the header timeout), then is answered 503.
-const MAX_CONNECTIONS: usize = 512;
+use deadline::WriteDeadline;
+use guard::{Connection, Guard};
+use origin::AllowedOrigins;
+use sessions::{BoundedSessions, SessionLimits};
+use streams::{Peer, StreamSlots};
 
 /// How `toolhost serve --http` listens.
 #[derive(Debug, Clone)]
@@ -32,9 +45,10 @@ pub struct HttpOptions {
     pub addr: SocketAddr,
     /// The bearer token every request must carry (required off loopback).
     pub token: Option<String>,
-    /// Browser origins allowed to call (`scheme://host:port`); a request
-    /// with any other `Origin` header is refused. Requests without one
-    /// (non-browser clients) pass.
+    /// Browser origins allowed to call (`scheme://host[:port]`, matched
+    /// exactly: no port means the scheme's default port; `scheme://host:*`
+    /// any port; `null`); a request with any other `Origin` header is
+    /// refused. Requests without one (non-browser clients) pass.
     pub allowed_origins: Vec<String>,
     /// Host names (besides the loopback ones and the bound address) the
     /// `Host` header may carry: the DNS-rebinding defence.
@@ -49,11 +63,34 @@ pub struct HttpOptions {
     pub header_timeout: Duration,
     /// How long a client may take to send a request's body (then 408).
     pub body_timeout: Duration,
+    /// How long a write may wait for the client to read before the
+    /// connection (a stream, an answer) is dropped.
+    pub write_timeout: Duration,
+    /// Connections serving requests at once; the next waits for one to
+    /// close (at most the header timeout), then is answered 503. Streams
+    /// do not count.
+    pub max_connections: usize,
+    /// Long-lived streams (`subscriptions/listen`, GET streams) and calls
+    /// waiting for the user's answer to an elicitation, at once.
+    pub max_streams: usize,
+    /// The same, for one client address (an IPv6 /64).
+    pub max_streams_per_peer: usize,
+    /// Live 2025-11-25 sessions; the next evicts the one idle longest, or is
+    /// answered 503 when every session has a request or stream open.
+    pub max_sessions: usize,
+    /// How long a session may stay silent before it is closed.
+    pub session_idle_timeout: Duration,
+    /// How long a session that has made no request since `initialize` is
+    /// kept.
+    pub unused_session_timeout: Duration,
 }
 
 impl HttpOptions {
     /// Options for `addr` with the defaults: no token, no browser origin,
-    /// 4 MiB bodies, 10 s grace, headers within 10 s, bodies within 30 s.
+    /// 4 MiB bodies, 10 s grace, headers within 10 s, bodies within 30 s,
+    /// writes within 30 s, 512 connections, 256 streams (32 per client
+    /// address), 1000 sessions kept while they speak at least every 300 s
+    /// (60 s until their first request).
     pub fn new(addr: SocketAddr) -> Self {
         Self {
             addr,
@@ -64,10 +101,18 @@ impl HttpOptions {
             grace: Duration::from_secs(10),
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
+            max_connections: 512,
+            max_streams: 256,
+            max_streams_per_peer: 32,
+            max_sessions: 1000,
+            session_idle_timeout: Duration::from_secs(300),
+            unused_session_timeout: Duration::from_secs(60),
         }
     }
 
-    /// Refuses a reachable address without a token, and an empty token.
+    /// Refuses a reachable address without a token, an empty token, a
+    /// bound of zero and a zero time.
     fn check(&self) -> Result<()> {
         if self.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
             bail!("the token is empty: give a long random one with --token or --token-file");
@@ -79,14 +124,27 @@ impl HttpOptions {
                 self.addr
             );
         }
+        for (n, flag) in [
+            (self.max_connections, "--max-connections"),
+            (self.max_streams, "--max-streams"),
+            (self.max_streams_per_peer, "--max-streams-per-peer"),
+            (self.max_sessions, "--max-sessions"),
+        ] {
+            if n == 0 {
+                bail!("{flag} must be at least 1");
+            }
+        }
+        for (t, flag) in [
+            (self.write_timeout, "--write-timeout"),
+            (self.session_idle_timeout, "--session-idle-timeout"),
+            (self.unused_session_timeout, "--unused-session-timeout"),
+        ] {
+            if t.is_zero() {
+                bail!("{flag} must be more than 0 seconds");
+            }
+        }
         Ok(())
     }
-}
-
-struct Guard {
-    token: Option<String>,
-    max_body_bytes: usize,
-    body_timeout: Duration,
 }
 
 /// Serves `front` over streamable HTTP at `/mcp` until `stop` resolves;
@@ -101,6 +159,7 @@ pub async fn serve_http(
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<()> {
     options.check()?;
+    let origins = AllowedOrigins::parse(&options.allowed_origins)?;
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .with_context(|| format!("binding {} (is the port in use?)", options.addr))?;
@@ -108,44 +167,54 @@ pub async fn serve_http(
     let cancel = CancellationToken::new();
     let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string(), addr.ip().to_string()];
     hosts.extend(options.allowed_hosts.iter().cloned());
+    // toolhost checks the origin first (exactly); rmcp checks it again.
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
-        .with_allowed_origins(options.allowed_origins.clone())
+        .with_allowed_origins(origins.for_rmcp())
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_cancellation_token(cancel.child_token());
-    let sessions = front.clone();
-    let mcp = StreamableHttpService::new(
-        move || Ok(sessions.for_new_session()),
-        LocalSessionManager::default().into(),
-        config,
-    );
-    let guard = Arc::new(Guard {
+    let sessions = BoundedSessions::new(SessionLimits {
+        max: options.max_sessions,
+        unused_timeout: options.unused_session_timeout,
+        idle_timeout: options.session_idle_timeout,
+    });
+    tokio::spawn(sessions.clone().close_unused(cancel.clone()));
+    let factory = front.clone();
+    let mcp = StreamableHttpService::new(move || Ok(factory.for_new_session()), sessions.clone(), config);
+    let checks = Arc::new(Guard {
         token: options.token.clone(),
+        origins,
         max_body_bytes: options.max_body_bytes,
         body_timeout: options.body_timeout,
+        sessions,
+        max_sessions: options.max_sessions,
     });
     let router =
-        axum::Router::new().nest_service("/mcp", mcp).layer(axum::middleware::from_fn_with_state(guard, check_request));
+        axum::Router::new().nest_service("/mcp", mcp).layer(axum::middleware::from_fn_with_state(checks, guard::check));
     bound(addr);
-    accept(listener, router, &front, &options, cancel, stop).await
+    let streams = StreamSlots::new(options.max_streams, options.max_streams_per_peer);
+    let result = accept(listener, router, streams, &front, &options, cancel.clone(), stop).await;
+    cancel.cancel();
+    result
 }
 
 async fn accept(
     listener: tokio::net::TcpListener,
     router: axum::Router,
+    streams: Arc<StreamSlots>,
     front: &McpFront,
     options: &HttpOptions,
     cancel: CancellationToken,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<()> {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let waiters = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let service = hyper_util::service::TowerToHyperService::new(router);
+    let slots = Arc::new(Semaphore::new(options.max_connections));
+    let waiters = Arc::new(Semaphore::new(options.max_connections));
+    let max_connections = options.max_connections;
     tokio::pin!(stop);
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = &mut stop => break,
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -169,26 +238,32 @@ async fn accept(
         let slot = slots.clone().try_acquire_owned();
         let waiter = if slot.is_err() { waiters.clone().try_acquire_owned().ok() } else { None };
         if slot.is_err() && waiter.is_none() {
-            tokio::spawn(refuse_busy(stream));
+            tokio::spawn(refuse_busy(stream, max_connections));
             continue;
         }
         let (slots, watcher, timeout) = (slots.clone(), graceful.watcher(), options.header_timeout);
-        let service = service.clone();
+        let (router, streams, write_timeout) = (router.clone(), streams.clone(), options.write_timeout);
         tokio::spawn(async move {
             let slot = match slot {
                 Ok(slot) => slot,
-                Err(_) => match tokio::time::timeout(timeout, slots.acquire_owned()).await {
+                Err(_) => match tokio::time::timeout(timeout, slots.clone().acquire_owned()).await {
                     Ok(Ok(slot)) => slot,
-                    _ => return refuse_busy(stream).await,
+                    _ => return refuse_busy(stream, max_connections).await,
                 },
             };
             drop(waiter);
+            // The slot goes with the connection; the guard gives it back
+            // while the connection carries a stream or waits on a question.
+            let connection = Arc::new(Connection::new(Peer::of(peer.ip()), slots, streams, slot));
+            let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(connection.clone());
+                router.clone().call(request)
+            });
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(timeout)
-                .serve_connection(TokioIo::new(stream), service);
+                .serve_connection(TokioIo::new(WriteDeadline::new(stream, write_timeout)), service);
             let _ = watcher.watch(conn).await;
-            drop(slot);
         });
     }
     drop(listener);
@@ -206,44 +281,10 @@ async fn accept(
     Ok(())
 }
 
-/// The token (compared in constant time) and the body's size and time
-/// limits, before the request reaches MCP.
-async fn check_request(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    if let Some(token) = &guard.token {
-        let sent = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        if !same(sent.as_bytes(), token.as_bytes()) {
-            let mut response =
-                (StatusCode::UNAUTHORIZED, "missing or wrong bearer token (Authorization: Bearer T)").into_response();
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return response;
-        }
-    }
-    let (parts, body) = request.into_parts();
-    let body = match tokio::time::timeout(guard.body_timeout, axum::body::to_bytes(body, guard.max_body_bytes)).await {
-        Err(_) => return (StatusCode::REQUEST_TIMEOUT, "the request body took too long").into_response(),
-        Ok(Err(_)) => {
-            return (StatusCode::PAYLOAD_TOO_LARGE, format!("the request body is over {} bytes", guard.max_body_bytes))
-                .into_response();
-        }
-        Ok(Ok(bytes)) => bytes,
-    };
-    next.run(Request::from_parts(parts, Body::from(body))).await
-}
-
-/// Equal in constant time for equal lengths (the length is not secret).
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// Answers a connection that found no free slot: 503, and closed.
-async fn refuse_busy(mut stream: tokio::net::TcpStream) {
+async fn refuse_busy(mut stream: tokio::net::TcpStream, max_connections: usize) {
     use tokio::io::AsyncWriteExt as _;
-    let body = format!("toolhost serve is serving {MAX_CONNECTIONS} connections at once; retry shortly\n");
+    let body = format!("toolhost serve is serving {max_connections} connections at once; retry shortly\n");
     let reply = format!(
         "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
@@ -267,9 +308,11 @@ mod tests {
     }
 
     #[test]
-    fn tokens_compare_whole() {
-        assert!(same(b"abc", b"abc"));
-        assert!(!same(b"abc", b"abd"));
-        assert!(!same(b"ab", b"abc"));
+    fn bounds_and_times_must_be_positive() {
+        let base = HttpOptions::new("127.0.0.1:0".parse().unwrap());
+        let e = HttpOptions { max_streams: 0, ..base.clone() }.check().unwrap_err().to_string();
+        assert!(e.contains("--max-streams"), "{e}");
+        let e = HttpOptions { write_timeout: Duration::ZERO, ..base }.check().unwrap_err().to_string();
+        assert!(e.contains("--write-timeout"), "{e}");
     }
 }
