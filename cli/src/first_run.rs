@@ -126,21 +126,24 @@ pub fn optimise_in_background() {
 fn spawn_optimiser(cache: PathBuf, names: &[&str], plugins: &[String]) -> Result<()> {
     use std::os::unix::process::CommandExt as _;
     let exe = std::env::current_exe().context("finding the toolhost binary")?;
-    Command::new(exe)
-        .arg("__optimise-builtins")
+    let mut cmd = Command::new(exe);
+    cmd.arg("__optimise-builtins")
         .arg("--cache")
         .arg(cache)
         .args(names)
         .args(plugins.iter().flat_map(|p| ["--wasm", p.as_str()]))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        // Its own process group: a Ctrl-C meant for the terminal's next
-        // command does not stop it half-way (a half-written entry is never
-        // used: entries are renamed into place when complete).
-        .process_group(0)
-        .spawn()
-        .context("starting `toolhost __optimise-builtins`")?;
+        .stderr(Stdio::null());
+    // SAFETY: `detach_child` makes only async-signal-safe system calls.
+    // Its own session: a Ctrl-C meant for the terminal's next command does
+    // not stop it half-way (a half-written entry is never used: entries are
+    // renamed into place when complete), and it holds none of the
+    // descriptors this process inherited.
+    unsafe {
+        cmd.pre_exec(toolhost::backend::local::detach_child);
+    }
+    cmd.spawn().context("starting `toolhost __optimise-builtins`")?;
     Ok(())
 }
 

@@ -312,6 +312,12 @@ impl Upstream {
                 }
             }
             cmd.envs(&self.settings.env);
+            // SAFETY: `detach_child` makes only async-signal-safe system calls.
+            // An upstream server is not trusted: no controlling terminal, no
+            // descriptor toolhost inherited.
+            unsafe {
+                cmd.pre_exec(toolhost::backend::local::detach_child);
+            }
             let (transport, _) = TokioChildProcess::builder(cmd)
                 .stderr(Stdio::null())
                 .spawn()

@@ -281,3 +281,56 @@ fn a_command_gets_only_stdin_stdout_and_stderr() {
         failures
     });
 }
+
+/// The stdio server of an `[mcp_servers.NAME]` table is not trusted either
+/// (docs/security.md, *Who is trusted*): started by `toolhost list` with a
+/// connected loopback socket inherited as descriptor 6, it must get exactly
+/// its protocol pipes and stderr, and lead a session of its own (no
+/// controlling terminal to type into).
+#[test]
+fn an_upstream_server_gets_only_its_pipes_and_no_terminal() {
+    let scratch = Scratch::new();
+    let seen = scratch.outside("upstream-saw");
+    let script = format!(
+        "echo x >&6 && echo written >> {seen}; ls /proc/self/fd >> {seen}; \
+         [ \"$(cut -d' ' -f6 /proc/$$/stat)\" = \"$$\" ] && echo session-leader >> {seen}; \
+         exec {fixture} --stdio --conformance",
+        seen = seen.display(),
+        fixture = env!("CARGO_BIN_EXE_mcp_fixture"),
+    );
+    std::fs::write(
+        scratch.work().join("toolhost.toml"),
+        format!("[mcp_servers.fd]\ncommand = \"/bin/sh\"\nargs = [\"-c\", {script:?}]\n"),
+    )
+    .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (mut server, _) = listener.accept().unwrap();
+    let mut cmd = Command::new(toolhost_bin());
+    cmd.current_dir(scratch.work())
+        .arg("--cache-dir")
+        .arg(root().join("target/test-cache"))
+        .args(["list", "--json"])
+        .env("HOME", scratch.dir.path())
+        .env_remove("XDG_STATE_HOME");
+    let fd = client.as_raw_fd();
+    // SAFETY: dup2 and fcntl only, in the child before exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let rc = if fd == 6 { libc::fcntl(6, libc::F_SETFD, 0) } else { libc::dup2(fd, 6) };
+            if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
+        });
+    }
+    let out = cmd.stdin(Stdio::null()).output().expect("running toolhost");
+    drop(client);
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && listing.contains("mcp__fd__"), "the server did not serve: {out:?}");
+    server.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut received = Vec::new();
+    let _ = server.read_to_end(&mut received);
+    let seen = std::fs::read_to_string(&seen).expect("the server's notes");
+    assert!(received.is_empty() && !seen.contains("written"), "the listener received {received:?}: {seen}");
+    let fds: Vec<&str> = seen.lines().filter(|l| l.bytes().all(|b| b.is_ascii_digit())).collect();
+    assert_eq!(fds, ["0", "1", "2", "3"], "the server's descriptors (ls lists its own 3): {seen}");
+    assert!(seen.contains("session-leader"), "the server shares toolhost's session (and terminal): {seen}");
+}

@@ -50,6 +50,7 @@
 //!   child exits, and when the [`Process`] handle is dropped.
 
 mod process;
+pub use process::detach as detach_child;
 pub mod sandbox;
 mod search;
 

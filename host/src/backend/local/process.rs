@@ -120,8 +120,18 @@ pub(super) fn spawn(
 /// In the child before `exec`: a session of its own, which makes it the
 /// leader of a new process group (the group the timeout kills) and takes
 /// away the controlling terminal; and every descriptor from 3 up closed at
-/// `exec`. Async-signal-safe.
-fn detach() -> std::io::Result<()> {
+/// `exec`. Async-signal-safe, so it may run in a `pre_exec` hook.
+///
+/// Every process toolhost starts goes through it — the processes of tools,
+/// the stdio servers of `[mcp_servers]` and toolhost's own helpers — so
+/// none can type into the user's terminal (`TIOCSTI`) or reach a
+/// descriptor toolhost inherited from whatever launched it.
+///
+/// # Errors
+///
+/// `setsid` failed: the child already leads a process group (do not
+/// combine with `process_group`).
+pub fn detach() -> std::io::Result<()> {
     // SAFETY: setsid has no preconditions; the child is no group leader yet.
     if unsafe { libc::setsid() } < 0 {
         return Err(std::io::Error::last_os_error());
