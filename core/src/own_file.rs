@@ -26,6 +26,11 @@ pub const MAX_SETTINGS_BYTES: u64 = 4 << 20;
 /// pinned components.
 pub const MAX_LOCK_BYTES: u64 = 16 << 20;
 
+/// The bound of a settings file.
+pub const SETTINGS_BOUND: Bound<'static> = Bound { max: MAX_SETTINGS_BYTES, name: "the most a settings file may hold" };
+/// The bound of a lock file.
+pub const LOCK_BOUND: Bound<'static> = Bound { max: MAX_LOCK_BYTES, name: "the most a lock file may hold" };
+
 /// A file read whole, with what its descriptor said of it when opened.
 #[derive(Debug)]
 pub struct OwnFile {

@@ -421,11 +421,7 @@ impl Settings {
     /// Reads a settings file. Relative paths in it are resolved against the
     /// file's directory. Errors name the file and the offending key.
     pub fn load(path: &Path) -> Result<Self> {
-        let bound = crate::own_file::Bound {
-            max: crate::own_file::MAX_SETTINGS_BYTES,
-            name: "the most a settings file may hold",
-        };
-        let text = crate::own_file::read_to_string(path, bound)
+        let text = crate::own_file::read_to_string(path, crate::own_file::SETTINGS_BOUND)
             .with_context(|| format!("reading settings file {}", path.display()))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let base = if base.as_os_str().is_empty() { std::env::current_dir()? } else { base };
