@@ -28,6 +28,7 @@
 //! max_state_value_bytes = 1048576
 //! max_state_bytes = 67108864
 //! max_state_keys = 10000
+//! max_component_bytes = 268435456     # the largest plugin or middleware file read
 //!
 //! [tools.Bash]                        # a tool's own settings
 //! dangerous_files = [".env", ".bashrc"]
