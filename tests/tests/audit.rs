@@ -394,7 +394,7 @@ fn no_command_reaches_the_audit_log_through_a_change_of_directory() {
         let out = scratch.cli(&["--audit", &log_arg, "--mode", mode, "call", "Bash", &input]);
         let (stdout, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(3), "{mode} `{command}`: {stdout}{stderr}");
-        assert!(stdout.contains("audit log"), "{mode} `{command}`: {stdout}");
+        assert!(stderr.contains("audit log"), "{mode} `{command}`: {stdout}{stderr}");
         assert!(!stdout.contains("echo first"), "{mode} `{command}` read the log: {stdout}");
     }
     // `cd` alone goes home: a log there is just as protected.

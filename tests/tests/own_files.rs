@@ -474,9 +474,10 @@ async fn linked_plugin_attack(hard: bool) {
     let canary_input = json!({"canary": canary.display().to_string()});
     assert_eq!(bypass(&host, "Builder", canary_input.clone()).await.text(), "good", "{how}");
 
-    // A name the engine's lexical check cannot see: the sandbox lets the
-    // command write there (the working directory), as it must.
-    let swap = if hard { "cat evil.wasm > buil?/builder.wasm" } else { "cp evil.wasm buil?/builder.wasm" };
+    // A name the engine's lexical check cannot see (a glob; the other name
+    // of a hard link is in no text): the sandbox lets the command write
+    // there (the working directory), as it must.
+    let swap = if hard { "cat evil.wasm > build/builder.wasm" } else { "cp evil.wasm buil?/builder.wasm" };
     let r = bypass(&host, "Bash", json!({"command": swap})).await;
     assert_eq!(r.state, ResultState::Success, "{how}: {}", r.text());
     assert_eq!(std::fs::read(&entry).unwrap(), evil, "{how}: the command did swap the bytes");

@@ -158,7 +158,7 @@ fn no_tool_can_plant_a_skill_in_a_configured_skill_folder() {
     let write = serde_json::json!({"file_path": file, "content": planted}).to_string();
     let out = scratch.cli(&["--mode", "accept-edits", "call", "Write", &write]);
     assert_eq!(out.status.code(), Some(3), "{:?}", text(&out));
-    assert!(text(&out).0.contains("a skill folder toolhost reads"), "{:?}", text(&out));
+    assert!(text(&out).1.contains("a skill folder toolhost reads"), "{:?}", text(&out));
     let bash = serde_json::json!({"command": "mkdir -p skills/evil && cat > skills/evil/SKILL.md < /dev/null"});
     let out = scratch.cli(&["--mode", "bypass", "call", "Bash", &bash.to_string()]);
     assert_eq!(out.status.code(), Some(3), "{:?}", text(&out));
@@ -166,7 +166,8 @@ fn no_tool_can_plant_a_skill_in_a_configured_skill_folder() {
     let plant = serde_json::json!({"action": "write", "target": "skills/SKILL.md", "content": planted}).to_string();
     let out =
         scratch.cli(&["--plugin", &writer, "--grant", "SettingsWriter=fs-write", "call", "SettingsWriter", &plant]);
-    assert!(text(&out).0.contains("a skill folder toolhost reads"), "{:?}", text(&out));
+    let (stdout, stderr) = text(&out);
+    assert!(format!("{stdout}{stderr}").contains("a skill folder toolhost reads"), "{stdout}{stderr}");
     assert_eq!(std::fs::read_dir(work.join("skills")).unwrap().count(), 0, "something was planted");
     let listing = text(&scratch.cli(&["list", "--json"])).0;
     assert!(!listing.contains("evil"), "{listing}");

@@ -6,7 +6,8 @@
 //! plugin file that is a link into a working directory (`plugins/x.wasm`
 //! → `<workdir>/build/x.wasm`, the usual way to try a tool one is
 //! writing), that lies in one, that is reached through a link lying in
-//! one, or that has other hard links, can be rewritten by a tool's
+//! one, or that has another hard link in one (looked for, up to
+//! 100 000 entries; past that it needs its pin), can be rewritten by a tool's
 //! process: the engine's check of a command is lexical (`cp evil.wasm
 //! build/*.wasm` names no file) and the process sandbox cannot take one
 //! file out of a folder it lets a command write. Its new code would run
@@ -116,12 +117,30 @@ impl Toolhost {
 /// `writable` (real paths): the file it resolves to, or a symbolic link on
 /// the way (which a tool could point elsewhere).
 fn pin_reason(file: &Path, meta: &std::fs::Metadata, writable: &[PathBuf]) -> Option<String> {
-    let links = std::os::unix::fs::MetadataExt::nlink(meta);
-    if links > 1 {
-        return Some(format!(
-            "{} has {links} hard links, and another name for the same bytes may lie where tools write",
-            file.display()
-        ));
+    use std::os::unix::fs::MetadataExt as _;
+    if meta.nlink() > 1 {
+        // Cargo's outputs are hard links of `deps/` files: only another
+        // name where tools write is a way in.
+        let roots = writable.iter().filter(|r| std::fs::metadata(r).is_ok_and(|m| m.dev() == meta.dev()));
+        match other_link(roots, meta.dev(), meta.ino()) {
+            Search::Found(other) => {
+                return Some(format!(
+                    "{} has {} hard links, and one of them, {}, lies where tools may write",
+                    file.display(),
+                    meta.nlink(),
+                    other.display()
+                ));
+            }
+            Search::TooLarge => {
+                return Some(format!(
+                    "{} has {} hard links, and the folders where tools may write hold more than {MAX_SEARCHED} \
+                     entries to look for the others in",
+                    file.display(),
+                    meta.nlink()
+                ));
+            }
+            Search::NotFound => {}
+        }
     }
     let (hops, target) = resolution(file);
     let under = |place: &Path| writable.iter().find(|root| place.starts_with(root)).cloned();
@@ -144,6 +163,41 @@ fn pin_reason(file: &Path, meta: &std::fs::Metadata, writable: &[PathBuf]) -> Op
             )
         })
     })
+}
+
+/// The most entries of the folders where tools write looked at for
+/// another hard link of a component file; past it the file needs its pin.
+const MAX_SEARCHED: usize = 100_000;
+
+/// What a search for another hard link found.
+enum Search {
+    Found(PathBuf),
+    NotFound,
+    TooLarge,
+}
+
+/// Looks under `roots` (symbolic links not followed) for a file that is
+/// the inode `ino` of device `dev`, at most [`MAX_SEARCHED`] entries.
+fn other_link<'a>(roots: impl Iterator<Item = &'a PathBuf>, dev: u64, ino: u64) -> Search {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut pending: Vec<PathBuf> = roots.cloned().collect();
+    let mut seen = 0;
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_SEARCHED {
+                return Search::TooLarge;
+            }
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                pending.push(entry.path());
+            } else if meta.dev() == dev && meta.ino() == ino {
+                return Search::Found(entry.path());
+            }
+        }
+    }
+    Search::NotFound
 }
 
 /// How `path` resolves: every symbolic link met on the way (each at its
@@ -213,7 +267,10 @@ mod tests {
         // Outside, but through a link in the working directory.
         std::os::unix::fs::symlink(elsewhere.join("y.wasm"), work.join("y-link.wasm")).unwrap();
         std::os::unix::fs::symlink("../work/y-link.wasm", plugins.join("y.wasm")).unwrap();
-        std::fs::hard_link(plugins.join("plain.wasm"), elsewhere.join("twin.wasm")).unwrap();
+        std::fs::hard_link(plugins.join("plain.wasm"), work.join("twin.wasm")).unwrap();
+        // A hard link outside (cargo's `deps/` copy) needs no pin.
+        std::fs::write(plugins.join("cargo.wasm"), "c").unwrap();
+        std::fs::hard_link(plugins.join("cargo.wasm"), elsewhere.join("cargo-1234.wasm")).unwrap();
         std::fs::write(plugins.join("alone.wasm"), "a").unwrap();
         let writable = [work.clone()];
         let reason = |name: &str| {
@@ -227,7 +284,12 @@ mod tests {
         );
         let y = reason("y.wasm").expect("a link in the working directory on the way");
         assert!(y.contains(&work.join("y-link.wasm").display().to_string()), "{y}");
-        assert!(reason("plain.wasm").expect("a hard link elsewhere").contains("2 hard links"));
+        let twin = reason("plain.wasm").expect("a hard link in the working directory");
+        assert!(
+            twin.contains("2 hard links") && twin.contains(&work.join("twin.wasm").display().to_string()),
+            "{twin}"
+        );
+        assert_eq!(reason("cargo.wasm"), None);
         assert_eq!(reason("alone.wasm"), None);
         let inside = work.join("build/x.wasm");
         assert!(pin_reason(&inside, &std::fs::metadata(&inside).unwrap(), &writable).is_some());
