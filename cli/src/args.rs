@@ -86,6 +86,9 @@ pub struct Global {
     /// Log output per tool or middleware instance in bytes; lines past it are dropped and counted
     #[arg(long, global = true, value_name = "BYTES")]
     pub max_log_bytes: Option<u64>,
+    /// Largest plugin or middleware file read, in bytes (checked before reading)
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub max_component_bytes: Option<u64>,
     /// Do not load the embedded built-in tools
     #[arg(long, global = true)]
     pub no_builtins: bool,
@@ -168,6 +171,9 @@ impl Global {
         }
         if let Some(b) = self.max_log_bytes {
             s.limits.max_log_bytes = b;
+        }
+        if let Some(b) = self.max_component_bytes {
+            s.limits.max_component_bytes = b;
         }
         if self.no_builtins {
             s.builtins = false;

@@ -37,6 +37,7 @@ pub async fn replay(global: &Global, args: ReplayArgs) -> Result<u8> {
             "replayed": report.replayed,
             "undecided": report.undecided,
             "dropped": report.dropped,
+            "tampered_at_lines": report.tampered,
             "changed": changes,
         });
         outln!("{}", serde_json::to_string_pretty(&out)?);
@@ -57,6 +58,13 @@ pub async fn replay(global: &Global, args: ReplayArgs) -> Result<u8> {
         }
         if report.dropped > 0 {
             summary.push_str(&format!(", {} record(s) the log dropped", report.dropped));
+        }
+        if !report.tampered.is_empty() {
+            let lines: Vec<String> = report.tampered.iter().map(usize::to_string).collect();
+            summary.push_str(&format!(
+                "; the log was removed, replaced or cut short behind toolhost's back before line(s) {}",
+                lines.join(", ")
+            ));
         }
         outln!("{summary}");
     }

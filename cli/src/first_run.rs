@@ -168,7 +168,12 @@ pub fn optimise_builtins(args: OptimiseArgs) -> Result<u8> {
         let Some((sha256, file)) = plugin.split_once('=') else {
             bail!("--wasm takes SHA256=FILE, not '{plugin}'");
         };
-        let bytes = std::fs::read(file).with_context(|| format!("reading plugin {file}"))?;
+        // The host read it within its bound; the default bound here is a
+        // second line only (a file grown past it is not optimised).
+        let bound = toolhost::runtime::Limits::default().component_bound();
+        let bytes = toolhost::own_file::read(std::path::Path::new(file), bound)
+            .with_context(|| format!("reading plugin {file}"))?
+            .bytes;
         // A file changed since: the next command checks and compiles it.
         if toolhost::lockfile::sha256_hex(&bytes) == sha256 {
             runtime.compile_in_background(&bytes, file, Tier::Optimised)?;

@@ -61,7 +61,8 @@ pub fn standalone_runtime(settings: &Settings) -> Result<Runtime> {
 }
 
 async fn load(runtime: &Runtime, file: &Path) -> Result<(Vec<u8>, LoadReport)> {
-    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let bound = runtime.limits().component_bound();
+    let bytes = toolhost::own_file::read(file, bound).with_context(|| format!("reading {}", file.display()))?.bytes;
     let label = file.display().to_string();
     let report = load_component(runtime, &bytes, Origin::File(file.to_path_buf()), &label).await?;
     Ok((bytes, report))

@@ -19,7 +19,7 @@ pub async fn lock(global: &Global, _args: LockArgs) -> Result<u8> {
     let runtime = super::inspect::standalone_runtime(&settings)?;
     let mut lock = LockFile { version: LOCK_VERSION, plugins: Vec::new() };
     for file in settings.plugin_files()? {
-        let bytes = std::fs::read(&file).with_context(|| format!("reading plugin {}", file.display()))?;
+        let bytes = read_component(&settings, &file, "plugin")?;
         let file = std::path::absolute(&file)?;
         let label = file.display().to_string();
         let info = load_component(&runtime, &bytes, Origin::File(file.clone()), &label).await?.tool.info;
@@ -34,7 +34,7 @@ pub async fn lock(global: &Global, _args: LockArgs) -> Result<u8> {
         });
     }
     for file in &settings.middleware.files {
-        let bytes = std::fs::read(file).with_context(|| format!("reading middleware {}", file.display()))?;
+        let bytes = read_component(&settings, file, "middleware")?;
         let file = std::path::absolute(file)?;
         let label = file.display().to_string();
         let info = load_middleware_component(&runtime, &bytes, Origin::File(file.clone()), &label).await?.info;
@@ -53,4 +53,12 @@ pub async fn lock(global: &Global, _args: LockArgs) -> Result<u8> {
         outln!("  {}  {}  {}", line(&p.name), p.sha256, p.file.display());
     }
     Ok(exit::OK)
+}
+
+/// A component file's bytes, read as the host reads them (a regular file
+/// within `[limits] max_component_bytes`).
+fn read_component(settings: &Settings, file: &std::path::Path, what: &str) -> Result<Vec<u8>> {
+    let own = toolhost::own_file::read(file, settings.limits.component_bound())
+        .with_context(|| format!("reading {what} {}", file.display()))?;
+    Ok(own.bytes)
 }

@@ -3,7 +3,8 @@
 //! The pure half of the toolhost library: the permission engine and its
 //! rules ([`permission`]), `toolhost.toml` ([`settings`]) over the plain
 //! data it sets ([`limits`], [`audit`], [`capability`]), toolhost's own
-//! files ([`protected`]), the lock file ([`lockfile`]), a tool's input
+//! files ([`protected`]) and how they are read ([`own_file`]), the lock
+//! file ([`lockfile`]), a tool's input
 //! schema ([`input_schema`]) and the wire format of `toolhost check
 //! --batch` ([`check_batch`]).
 //!
@@ -28,6 +29,7 @@ pub mod escape;
 pub mod input_schema;
 pub mod limits;
 pub mod lockfile;
+pub mod own_file;
 pub mod path;
 pub mod permission;
 pub mod protected;

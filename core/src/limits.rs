@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 /// The budget of one call. Security-relevant defaults: 120 s wall clock,
 /// 256 MiB of linear memory, 8 MiB of output, processes at most 600 s,
 /// agent-state values at most 1 MiB, the whole agent state at most 64 MiB
-/// in 10 000 keys, 1 MiB of log lines.
+/// in 10 000 keys, 1 MiB of log lines, plugin and middleware files of at
+/// most 256 MiB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
@@ -34,6 +35,11 @@ pub struct Limits {
     /// text: lines past it are dropped, and one final line says how many
     /// bytes were.
     pub max_log_bytes: u64,
+    /// The largest plugin or middleware component file toolhost reads, in
+    /// bytes: checked on the opened file before a byte is read, so a huge
+    /// (or sparse) file cannot take the host's memory. The largest real
+    /// components (a Python or JavaScript runtime inside) are 12–40 MB.
+    pub max_component_bytes: u64,
 }
 
 impl Default for Limits {
@@ -47,6 +53,7 @@ impl Default for Limits {
             max_state_bytes: 64 << 20,
             max_state_keys: 10_000,
             max_log_bytes: 1 << 20,
+            max_component_bytes: 256 << 20,
         }
     }
 }
@@ -55,5 +62,10 @@ impl Limits {
     /// The call deadline as a duration.
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
+    }
+
+    /// The bound a component file is read under.
+    pub fn component_bound(&self) -> crate::own_file::Bound<'static> {
+        crate::own_file::Bound { max: self.max_component_bytes, name: "[limits] max_component_bytes" }
     }
 }

@@ -72,7 +72,7 @@ impl LockFile {
     /// another format version, or one that does not parse, is an error
     /// naming the file and the fix.
     pub fn load(path: &Path) -> Result<Option<Self>> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::own_file::read_to_string(path, crate::own_file::LOCK_BOUND) {
             Ok(text) => text,
             Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
                 return Ok(None);

@@ -48,6 +48,9 @@ pub enum ProtectedKind {
     /// The audit log or one of its rotated files: a tool that could write
     /// it could forge or erase the record of what it did.
     AuditLog,
+    /// A configured skill folder (`[skills] dirs`): its `SKILL.md` files
+    /// are instructions to the model, listed at the next start.
+    SkillDir,
 }
 
 impl ProtectedKind {
@@ -61,6 +64,7 @@ impl ProtectedKind {
             ProtectedKind::PluginDir => "a plugin folder toolhost loads from",
             ProtectedKind::LockFile => "toolhost's lock file of pinned plugins",
             ProtectedKind::AuditLog => "toolhost's audit log",
+            ProtectedKind::SkillDir => "a skill folder toolhost reads",
         }
     }
 
@@ -226,9 +230,12 @@ impl ProtectedPaths {
     /// `dir`, `directory`, or an array of such under `paths`), or a word of
     /// a `command` (split at blanks, quotes and shell operators, with `~`,
     /// `$HOME` and `${HOME}` expanded). Relative paths are taken against
-    /// `cwd`. Lexical only: a path spelled through a symlink, a glob or a
-    /// variable is left to the backend (files) and the process sandbox
-    /// (commands).
+    /// `cwd` and, in a command that changes directory, against every folder
+    /// it may change to ([`CommandScan`]); after a change of directory that
+    /// cannot be read from the text (`cd "$D"`, `cd -`), a relative word
+    /// that spells the name of a protected path is refused too. Lexical
+    /// only: a path spelled through a symlink, a glob or a variable is left
+    /// to the backend (files) and the process sandbox (commands).
     pub fn named_in_input(&self, input: &serde_json::Value, cwd: &str, home: &str) -> Option<String> {
         if self.is_empty() {
             return None;
@@ -238,11 +245,10 @@ impl ProtectedPaths {
             if found.is_some() {
                 return;
             }
-            let hit = |word: &str| self.named(word, cwd, home);
             found = if key == "command" {
-                command_words(text, home).iter().find_map(|w| hit(w))
+                self.named_in_command(text, cwd, home)
             } else if is_path_key(key) {
-                hit(text)
+                self.named(text, cwd, home)
             } else {
                 None
             };
@@ -250,24 +256,207 @@ impl ProtectedPaths {
         found
     }
 
+    /// The refusal when a word of `command` names a protected path, from
+    /// `cwd` or from any folder the command may `cd` to.
+    fn named_in_command(&self, command: &str, cwd: &str, home: &str) -> Option<String> {
+        let scan = CommandScan::new(command, cwd, home);
+        for word in &scan.words {
+            let relative = !word.starts_with('/') && !word.starts_with('~');
+            if !relative {
+                if let Some(why) = self.named(word, cwd, home) {
+                    return Some(why);
+                }
+                continue;
+            }
+            for dir in &scan.dirs {
+                if let Some(why) = self.named(word, &dir.to_string_lossy(), home) {
+                    return Some(why);
+                }
+            }
+            if let Some(unknown) = &scan.unknown_cd
+                && let Some(entry) = self.spelled_by(word)
+            {
+                return Some(format!(
+                    "`{word}` may be {} {} (the command changes directory with `{unknown}`, which cannot be \
+                     read from its text, and then names `{word}`); name the file by its absolute path, or change \
+                     directory to a literal path",
+                    entry.kind.describe(),
+                    entry.path.display()
+                ));
+            }
+        }
+        None
+    }
+
+    /// The first entry whose name (or its real form's) is a component of
+    /// `word`: what `word` may name from a folder that is not known.
+    fn spelled_by(&self, word: &str) -> Option<&ProtectedPath> {
+        let parts: Vec<&std::ffi::OsStr> = Path::new(word)
+            .components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(part) => Some(part),
+                _ => None,
+            })
+            .collect();
+        self.entries.iter().find(|e| {
+            std::iter::once(&e.path)
+                .chain(e.real.as_ref())
+                .any(|p| p.file_name().is_some_and(|name| parts.contains(&name)))
+        })
+    }
+
     fn named(&self, word: &str, cwd: &str, home: &str) -> Option<String> {
-        if word.is_empty() {
-            return None;
-        }
-        let expanded = if word == "~" {
-            PathBuf::from(home)
-        } else if let Some(rest) = word.strip_prefix("~/") {
-            Path::new(home).join(rest)
-        } else {
-            PathBuf::from(word)
-        };
-        let abs = if expanded.is_absolute() { expanded } else { Path::new(cwd).join(expanded) };
-        if !abs.is_absolute() {
-            return None;
-        }
-        let abs = normalize_lexically(&abs);
+        let abs = resolve(word, Path::new(cwd), home)?;
         self.covering(&abs).map(|e| e.refusal(&abs))
     }
+}
+
+/// `word` as a path: `~` and `~/…` taken in `home`, a relative path
+/// joined to `base`, `.` and `..` resolved lexically. `None` for an empty
+/// word, or one that is not absolute even so.
+fn resolve(word: &str, base: &Path, home: &str) -> Option<PathBuf> {
+    if word.is_empty() {
+        return None;
+    }
+    let expanded = if word == "~" {
+        PathBuf::from(home)
+    } else if let Some(rest) = word.strip_prefix("~/") {
+        Path::new(home).join(rest)
+    } else {
+        PathBuf::from(word)
+    };
+    let abs = if expanded.is_absolute() { expanded } else { base.join(expanded) };
+    abs.is_absolute().then(|| normalize_lexically(&abs))
+}
+
+/// What the protected-path check reads of a shell command: its words, and
+/// every folder the command may be in when it uses one.
+///
+/// A command that changes directory (`cd DIR && cat ./audit.jsonl`) names
+/// files relative to the new folder. So every word that starts a change
+/// of directory — `cd`, `pushd`, `chdir`, and PowerShell's `Set-Location`,
+/// `sl`, `Push-Location` (any case), wherever it stands: after `builtin`,
+/// `command`, `eval`, inside `sh -c '…'` — adds the folder its argument
+/// names, taken from every folder found so far (`cd a; cd b` may be in
+/// `a/b`); with no argument, the home folder. The folders are an
+/// over-approximation: every relative word is checked against all of them,
+/// whatever the order (a loop runs a later `cd` before an earlier word), so
+/// the check denies more, never less. A change whose target the text does
+/// not give — a variable, a substitution, a glob, `cd -` (the previous
+/// folder, which a variable can set), `~user`, `CDPATH` anywhere in the
+/// command, `..` under `-P` — is recorded as unknown.
+#[derive(Debug, Default)]
+pub struct CommandScan {
+    /// The words that could name a file: split at blanks, shell operators,
+    /// `=`, `:` and `,`, with `$HOME`/`${HOME}` expanded and quotes and
+    /// backslashes dropped (the shell joins `'tool'host.toml`).
+    pub words: Vec<String>,
+    /// The working folder, then every folder a change of directory names.
+    pub dirs: Vec<PathBuf>,
+    /// The first change of directory whose target is not in the text.
+    pub unknown_cd: Option<String>,
+}
+
+/// A token of a command: a word, or a shell operator character.
+enum Token {
+    Word(String),
+    Op(char),
+}
+
+impl CommandScan {
+    /// Scans `command` run from `cwd`, whose home is `home`.
+    pub fn new(command: &str, cwd: &str, home: &str) -> Self {
+        let text = expand_home(command, home).replace(['\\', '\'', '"'], "");
+        let mut tokens = Vec::new();
+        let mut word = String::new();
+        for c in text.chars() {
+            let op = c == '\n' || ";&|<>()`{}".contains(c);
+            if op || c.is_whitespace() {
+                if !word.is_empty() {
+                    tokens.push(Token::Word(std::mem::take(&mut word)));
+                }
+                if op {
+                    tokens.push(Token::Op(c));
+                }
+            } else {
+                word.push(c);
+            }
+        }
+        if !word.is_empty() {
+            tokens.push(Token::Word(word));
+        }
+        let mut scan = CommandScan { dirs: vec![PathBuf::from(cwd)], ..Self::default() };
+        let cdpath = text.contains("CDPATH");
+        for (at, token) in tokens.iter().enumerate() {
+            let Token::Word(word) = token else { continue };
+            scan.words.extend(word.split(['=', ':', ',']).filter(|w| !w.is_empty()).map(str::to_string));
+            if !is_cd(word) {
+                continue;
+            }
+            match cd_target(&tokens[at + 1..]) {
+                CdTarget::Home => scan.add_dir(&PathBuf::from(home)),
+                CdTarget::Stays => {}
+                CdTarget::Dir { dir, physical } => {
+                    let unknown = cdpath
+                        || dir.contains(['$', '*', '?', '['])
+                        || (dir.starts_with('~') && dir != "~" && !dir.starts_with("~/"))
+                        || (physical && dir.split('/').any(|part| part == ".."));
+                    if unknown {
+                        scan.unknown(&format!("{word} {dir}"));
+                        continue;
+                    }
+                    let found: Vec<PathBuf> = scan.dirs.iter().filter_map(|base| resolve(dir, base, home)).collect();
+                    found.iter().for_each(|d| scan.add_dir(d));
+                }
+                CdTarget::Unknown(why) => scan.unknown(&format!("{word} {why}")),
+            }
+        }
+        scan
+    }
+
+    fn add_dir(&mut self, dir: &Path) {
+        if !self.dirs.iter().any(|d| d == dir) {
+            self.dirs.push(dir.to_path_buf());
+        }
+    }
+
+    fn unknown(&mut self, what: &str) {
+        self.unknown_cd.get_or_insert_with(|| what.trim_end().to_string());
+    }
+}
+
+/// Whether `word` changes the directory (`cd`, `pushd`, `chdir`, or a
+/// PowerShell spelling of it).
+fn is_cd(word: &str) -> bool {
+    ["cd", "pushd", "chdir", "set-location", "sl", "push-location"].iter().any(|cd| word.eq_ignore_ascii_case(cd))
+}
+
+/// Where a change of directory goes, from the tokens after its word.
+enum CdTarget<'a> {
+    /// No argument: the home folder.
+    Home,
+    /// Somewhere already seen (`pushd` with no folder, or `+N`).
+    Stays,
+    /// The folder named; `physical` under `-P`.
+    Dir { dir: &'a str, physical: bool },
+    /// Not in the text: what stands in its place.
+    Unknown(String),
+}
+
+fn cd_target(after: &[Token]) -> CdTarget<'_> {
+    let mut physical = false;
+    for token in after {
+        match token {
+            Token::Op(c) if ";&|)}\n".contains(*c) => return CdTarget::Home,
+            // `cd $(…)`, `cd `…``, `cd <x`: not a literal folder.
+            Token::Op(c) => return CdTarget::Unknown(c.to_string()),
+            Token::Word(w) if w == "-" => return CdTarget::Unknown(w.clone()),
+            Token::Word(w) if w.starts_with('+') => return CdTarget::Stays,
+            Token::Word(w) if w.starts_with('-') => physical |= !w.starts_with("--") && w.contains('P'),
+            Token::Word(w) => return CdTarget::Dir { dir: w, physical },
+        }
+    }
+    CdTarget::Home
 }
 
 /// Keys whose string values are paths.
@@ -284,18 +473,6 @@ fn visit_strings(value: &serde_json::Value, key: Option<&str>, f: &mut impl FnMu
         serde_json::Value::Object(map) => map.iter().for_each(|(k, v)| visit_strings(v, Some(k), f)),
         _ => {}
     }
-}
-
-/// The words of a shell command that could name a file, over-inclusively:
-/// `$HOME`/`${HOME}` expanded, backslashes and quotes dropped (the shell
-/// joins `'tool'host.toml` into one word), split at blanks, shell
-/// operators, `=`, `:` and `,`.
-fn command_words(command: &str, home: &str) -> Vec<String> {
-    let text = expand_home(command, home).replace(['\\', '\'', '"'], "");
-    text.split(|c: char| c.is_whitespace() || ";&|<>()`=:,{}".contains(c))
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 /// `text` with `${HOME}` and `$HOME` replaced by `home`, as the command
@@ -450,6 +627,58 @@ mod tests {
             assert!(p.may_be_named_in(&input.to_string(), cwd, home), "{input} in {cwd} with home {home}: {found:?}");
         }
         assert!(!p.may_be_named_in(&json!({"path": ".."}).to_string(), "/w/src", "/home/u"));
+    }
+
+    /// Issue 29 item 10: `cd LOGDIR && cat ./audit.jsonl` read the log that
+    /// `cat LOGDIR/audit.jsonl` could not.
+    #[test]
+    fn a_relative_word_is_taken_from_every_folder_the_command_may_cd_to() {
+        let mut p = paths();
+        p.add(ProtectedKind::AuditLog, Path::new("/logs/audit.jsonl"));
+        let denied = [
+            "cd /logs && cat ./audit.jsonl",
+            "cd /logs; echo '{}' >> ./audit.jsonl",
+            "cd /logs\nrm -f audit.jsonl",
+            "pushd /logs >/dev/null && rm -f audit.jsonl",
+            "cd / && cd logs && cat audit.jsonl",
+            "cd /logs/sub && cat ../audit.jsonl",
+            "cd /x/y && cd ../../logs && cat audit.jsonl",
+            "builtin cd -L /logs && cat audit.jsonl",
+            "sh -c 'cd /logs; cat audit.jsonl'",
+            "Set-Location -Path /logs; Get-Content ./audit.jsonl",
+            "cat audit.jsonl; cd /logs",
+            "for i in 1 2; do cat audit.jsonl; cd /logs; done",
+            // `cd` alone goes home; `cd ..` climbs.
+            "cd && cat .local/state/toolhost/x",
+            "cd .. && cat w/toolhost.toml",
+            // Targets the text does not give.
+            "cd \"$LOGDIR\" && cat ./audit.jsonl",
+            "cd $(dirname $F) && cat audit.jsonl",
+            "cd - && cat audit.jsonl",
+            "cd ~root && cat audit.jsonl",
+            "CDPATH=/ cd logs && cat audit.jsonl",
+            "cd -P /x/link/.. && cat audit.jsonl",
+            "cd /l* && cat audit.jsonl",
+        ];
+        for command in denied {
+            let input = json!({"command": command});
+            let found = p.named_in_input(&input, "/w", "/home/u");
+            assert!(found.is_some(), "{command}");
+            assert!(p.may_be_named_in(&input.to_string(), "/w", "/home/u"), "the cheap test misses {command}");
+        }
+        let text = p.named_in_input(&json!({"command": "cd \"$D\" && cat audit.jsonl"}), "/w", "/h").unwrap();
+        assert!(text.contains("cd $D") && text.contains("toolhost's audit log /logs/audit.jsonl"), "{text}");
+        for command in [
+            "cd /logs && ls",
+            "cd /other && cat audit.jsonl",
+            "cd \"$D\" && make",
+            "cd - && git status",
+            "cat ./audit.jsonl",
+            "echo cd",
+        ] {
+            let found = p.named_in_input(&json!({"command": command}), "/w", "/home/u");
+            assert!(found.is_none(), "{command}: {found:?}");
+        }
     }
 
     #[test]

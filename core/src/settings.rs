@@ -28,6 +28,7 @@
 //! max_state_value_bytes = 1048576
 //! max_state_bytes = 67108864
 //! max_state_keys = 10000
+//! max_component_bytes = 268435456     # the largest plugin or middleware file read
 //!
 //! [tools.Bash]                        # a tool's own settings
 //! dangerous_files = [".env", ".bashrc"]
@@ -453,8 +454,8 @@ impl Settings {
     /// Reads a settings file. Relative paths in it are resolved against the
     /// file's directory. Errors name the file and the offending key.
     pub fn load(path: &Path) -> Result<Self> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading settings file {}", path.display()))?;
+        let text = crate::own_file::read_to_string(path, crate::own_file::SETTINGS_BOUND)
+            .with_context(|| format!("reading settings file {}", path.display()))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let base = if base.as_os_str().is_empty() { std::env::current_dir()? } else { base };
         Self::parse(&text, &base).with_context(|| format!("settings file {} is invalid", path.display()))
@@ -634,6 +635,15 @@ impl Settings {
         }
         for dir in &self.plugin_dirs {
             p.add(ProtectedKind::PluginDir, dir);
+            // Each entry as a file too: its real form is where a link in
+            // the folder leads (a build folder, say), and the backend knows
+            // its other hard links by the entry's inode.
+            for file in wasm_files(dir).unwrap_or_default() {
+                p.add(ProtectedKind::ComponentFile, &file);
+            }
+        }
+        for dir in &self.skills.dirs {
+            p.add(ProtectedKind::SkillDir, dir);
         }
         p.add(ProtectedKind::StateDir, &self.state_dir());
         p.add(ProtectedKind::CacheDir, &self.cache_dir());
@@ -644,6 +654,54 @@ impl Settings {
             p.add(ProtectedKind::StateDir, old.parent().unwrap_or(&old));
         }
         p
+    }
+}
+
+impl Settings {
+    /// Where tools may write, as these settings configure it, each with its
+    /// symlinks resolved where it exists: the working directories, every
+    /// root a `[grants.NAME]` table lets a tool write (`$WORKDIRS` is the
+    /// working directories), and `[backend.local] allow_write` (`~/` is
+    /// `home`), where every process of a sandboxed backend may write. A
+    /// component file reached through one of them is loaded only when
+    /// pinned (see `toolhost::toolhost::pinned`). Working directories that
+    /// cannot be read from the settings are left out (the host refuses to
+    /// start on them anyway).
+    pub fn tool_writable_roots(&self, home: &Path) -> Vec<PathBuf> {
+        let working = self.working_dirs().unwrap_or_default();
+        let mut roots = working.clone();
+        for policy in self.grants.values() {
+            for root in &policy.fs_write {
+                if root == crate::capability::WORKDIRS {
+                    roots.extend(working.iter().cloned());
+                } else {
+                    roots.push(PathBuf::from(root));
+                }
+            }
+        }
+        let allow_write = self
+            .backend
+            .options
+            .get("local")
+            .and_then(|local| local.get("allow_write"))
+            .and_then(toml::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(toml::Value::as_str);
+        for path in allow_write {
+            match path.strip_prefix("~/") {
+                Some(rest) => roots.push(home.join(rest)),
+                None => roots.push(PathBuf::from(path)),
+            }
+        }
+        let mut out: Vec<PathBuf> = Vec::new();
+        for root in roots.into_iter().filter(|r| r.is_absolute()) {
+            let root = crate::protected::real_form(&root).unwrap_or(root);
+            if !out.contains(&root) {
+                out.push(root);
+            }
+        }
+        out
     }
 }
 

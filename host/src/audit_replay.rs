@@ -9,7 +9,7 @@
 //! `[REDACTED]`), the current rules, working directories and tools. A
 //! call whose behaviour (allow, deny, ask) differs is a change. Calls the
 //! log shows refused before the decision (unknown tool, invalid input) and
-//! `dropped` lines are counted, not replayed.
+//! `dropped` lines are counted, `tampered` lines noted, none replayed.
 
 use anyhow::{Context as _, Result};
 
@@ -41,6 +41,9 @@ pub struct Report {
     pub undecided: usize,
     /// Records the log says were dropped (never written).
     pub dropped: u64,
+    /// The lines where the writer says the file was removed, replaced or
+    /// cut short behind its back (records before may be missing).
+    pub tampered: Vec<usize>,
     /// The calls whose decision changed, in log order.
     pub changes: Vec<Change>,
 }
@@ -59,6 +62,10 @@ pub async fn replay(host: &Toolhost, text: &str) -> Result<Report> {
         match value.get("kind").and_then(|k| k.as_str()) {
             Some("dropped") => {
                 report.dropped += value.get("count").and_then(|c| c.as_u64()).unwrap_or(0);
+                continue;
+            }
+            Some("tampered") => {
+                report.tampered.push(number);
                 continue;
             }
             Some("call") => {}

@@ -33,7 +33,7 @@ pub mod types;
 
 // The pure modules live in `toolhost-core` (no wasmtime; fuzzed on their
 // own); they keep their paths here.
-pub use toolhost_core::{escape, lockfile, permission, protected, settings, utc};
+pub use toolhost_core::{escape, lockfile, own_file, permission, protected, settings, utc};
 
 /// What a tool is, and loading a component (the paths of earlier
 /// versions, kept for embedders).

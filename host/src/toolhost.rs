@@ -265,6 +265,8 @@ impl ToolhostBuilder {
                 self.factories.make(&settings.backend.kind, &setup)?
             }
         };
+        let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/".into()));
+        let writable_roots = settings.tool_writable_roots(&home);
         let lock_path = settings.lock_path(self.settings_path.as_deref());
         let lock = pinned::read_lock(&lock_path, settings.locked)?;
         let groups = Arc::new(ToolGroups::from_settings(&settings.groups).map_err(anyhow::Error::msg)?);
@@ -301,6 +303,7 @@ impl ToolhostBuilder {
                 middleware: Default::default(),
                 lock: RwLock::new(lock),
                 lock_path,
+                writable_roots,
                 groups,
                 skills,
                 running: Arc::new(tokio::sync::Semaphore::new(RUNNING_CALLS)),
@@ -365,6 +368,9 @@ struct Inner {
     /// `toolhost.lock` as last read (`None`: there is none), and where.
     lock: RwLock<Option<Arc<crate::lockfile::LockFile>>>,
     lock_path: PathBuf,
+    /// Where tools may write (real paths): a component file reached there
+    /// loads only when pinned (`pinned.rs`).
+    writable_roots: Vec<PathBuf>,
     /// The tool groups of `[groups.NAME]`.
     groups: Arc<ToolGroups>,
     /// The skills of `[skills] dirs`.
@@ -451,9 +457,10 @@ impl Toolhost {
     /// code is not cached (see [`Toolhost::start_loading_file`] for a load
     /// that does not wait for the compile).
     pub async fn load_file(&self, path: &Path) -> Result<ToolInfo> {
-        let bytes = std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?;
+        let own = self.read_component(path, "plugin")?;
         let label = path.display().to_string();
-        self.check_pinned(&bytes, &label)?;
+        self.check_component(path, &own, &label)?;
+        let bytes = own.bytes;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         Ok(self.insert(&bytes, Origin::File(abs), &label).await?)
     }
@@ -465,9 +472,10 @@ impl Toolhost {
     /// (`None`; see [`Toolhost::pending_loads`]). Outside a tokio runtime it
     /// loads now.
     pub async fn start_loading_file(&self, path: &Path) -> Result<Option<ToolInfo>> {
-        let bytes = std::fs::read(path).with_context(|| format!("reading plugin {}", path.display()))?;
+        let own = self.read_component(path, "plugin")?;
         let label = path.display().to_string();
-        self.check_pinned(&bytes, &label)?;
+        self.check_component(path, &own, &label)?;
+        let bytes = own.bytes;
         check_world_of(&bytes, &label, ComponentKind::Tool)?;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let sha256 = crate::lockfile::sha256_hex(&bytes);

@@ -31,6 +31,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("capability", 0),
     ("capability_diff", 0),
     ("lockfile", 0),
+    ("own_file", 0),
     ("backend", 0),
     ("permission", 0),
     ("events", 0),
@@ -52,8 +53,8 @@ const LAYERS: &[(&str, usize)] = &[
 ];
 
 /// Each top-level module of `core/src` (crate `toolhost-core`) and its
-/// layer. The library re-exports `escape`, `lockfile`, `permission`,
-/// `protected`, `settings` and `utc` at its root (in [`LAYERS`] with the
+/// layer. The library re-exports `escape`, `lockfile`, `own_file`,
+/// `permission`, `protected`, `settings` and `utc` at its root (in [`LAYERS`] with the
 /// same layer); `capability`, `audit`, `limits`, `path` and `input_schema`
 /// hold the plain data and pure checks under the library's modules of
 /// those names.
@@ -64,6 +65,7 @@ const CORE_LAYERS: &[(&str, usize)] = &[
     ("protected", 0),
     ("capability", 0),
     ("lockfile", 0),
+    ("own_file", 0),
     ("limits", 0),
     ("audit", 0),
     ("input_schema", 0),

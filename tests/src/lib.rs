@@ -192,7 +192,37 @@ impl Scratch {
 
     /// Runs the CLI with `args` in this scratch dir (cache shared), stdin closed.
     pub fn cli(&self, args: &[&str]) -> Output {
-        Command::new(toolhost_bin())
+        self.cli_command(args).output().expect("running toolhost")
+    }
+
+    /// [`Scratch::cli`], killed if it has not ended within `limit`: `None`
+    /// then (a test of something that used to hang fails instead of
+    /// hanging).
+    pub fn cli_within(&self, args: &[&str], limit: std::time::Duration) -> Option<Output> {
+        let child = self
+            .cli_command(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("running toolhost");
+        let pid = child.id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        match rx.recv_timeout(limit) {
+            Ok(out) => Some(out.expect("waiting for toolhost")),
+            Err(_) => {
+                // SAFETY: a signal to the child this call started.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                None
+            }
+        }
+    }
+
+    fn cli_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(toolhost_bin());
+        command
             .current_dir(self.work())
             .arg("--cache-dir")
             .arg(root().join("target/test-cache"))
@@ -206,9 +236,8 @@ impl Scratch {
             .args(args)
             .env("HOME", self.dir.path())
             .env_remove("XDG_STATE_HOME")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("running toolhost")
+            .stdin(std::process::Stdio::null());
+        command
     }
 
     /// Where [`Scratch::cli`] keeps sessions: the default state folder under

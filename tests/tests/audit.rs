@@ -441,3 +441,89 @@ fn toolhost_serve_records_which_mcp_session_made_each_call() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains(a.as_str()) && !text.contains(b.as_str()), "a session id is in the log: {text}");
 }
+
+/// Issue 29 item 10: in bypass mode `cd LOGDIR && cat ./audit.jsonl` read
+/// the log that `cat LOGDIR/audit.jsonl` could not, `>> ./audit.jsonl`
+/// forged a record, `rm -f ./audit.jsonl` erased it; in default mode the
+/// read was allowed as read-only. The protected check now follows every
+/// change of directory a command makes (and denies a relative name of the
+/// log after one it cannot read).
+#[test]
+fn no_command_reaches_the_audit_log_through_a_change_of_directory() {
+    let scratch = Scratch::new();
+    let logs = scratch.work().join("logs");
+    std::fs::create_dir_all(logs.join("sub")).unwrap();
+    let log = logs.join("audit.jsonl");
+    let log_arg = log.display().to_string();
+    let out = scratch.cli(&["--audit", &log_arg, "call", "Bash", r#"{"command":"echo first"}"#]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let before = std::fs::read(&log).unwrap();
+    let l = logs.display().to_string();
+    let home_log = scratch.dir.path().join("audit.jsonl");
+    for (mode, command) in [
+        ("bypass", format!("cd {l} && cat ./audit.jsonl")),
+        ("bypass", format!("cd {l}; echo '{{\"kind\":\"call\",\"forged\":1}}' >> ./audit.jsonl")),
+        ("bypass", format!("cd {l} && rm -f ./audit.jsonl")),
+        ("bypass", format!("pushd {l} >/dev/null && rm -f audit.jsonl")),
+        ("bypass", format!("cd {l}/sub && truncate -s 0 ../audit.jsonl")),
+        ("bypass", "cd logs && cd .. && cd logs && rm audit.jsonl".to_string()),
+        ("bypass", format!("D={l}; cd \"$D\" && rm -f audit.jsonl")),
+        ("bypass", format!("cd {l} && cd /tmp && cd - && rm -f audit.jsonl")),
+        ("default", format!("cd {l} && cat ./audit.jsonl")),
+        ("default", format!("cd {l} && head audit.jsonl")),
+    ] {
+        let input = json!({"command": command}).to_string();
+        let out = scratch.cli(&["--audit", &log_arg, "--mode", mode, "call", "Bash", &input]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(3), "{mode} `{command}`: {stdout}{stderr}");
+        assert!(stderr.contains("audit log"), "{mode} `{command}`: {stdout}{stderr}");
+        assert!(!stdout.contains("echo first"), "{mode} `{command}` read the log: {stdout}");
+    }
+    // `cd` alone goes home: a log there is just as protected.
+    let home_arg = home_log.display().to_string();
+    let out = scratch.cli(&[
+        "--audit",
+        &home_arg,
+        "--mode",
+        "bypass",
+        "call",
+        "Bash",
+        r#"{"command":"cd && rm audit.jsonl"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{:?}", text(&out));
+    assert!(home_log.exists());
+    let records = lines(&log);
+    assert!(std::fs::read(&log).unwrap().starts_with(&before), "the log was cut");
+    assert!(records.iter().all(|r| r.get("forged").is_none()), "{records:#?}");
+    assert_eq!(calls(&records).len(), 11, "the first call and every refusal: {records:#?}");
+}
+
+/// Issue 29 item 10: a log removed behind the writer's back (here by a
+/// glob no check can read, with the sandbox off) used to take every later
+/// record with it: the writer kept writing into the unlinked file. It now
+/// notices (device and inode), opens the path again and says so first;
+/// the log is created readable by the user alone.
+#[test]
+fn a_removed_log_is_created_again_and_says_it_was_tampered_with() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let scratch = Scratch::new();
+    let logs = scratch.work().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let log = logs.join("audit.jsonl");
+    let batch = scratch.outside("batch.json");
+    let calls_json = json!([
+        {"id": "1", "tool": "Bash", "input": {"command": "echo one"}},
+        {"id": "2", "tool": "Bash", "input": {"command": format!("sleep 0.3; rm -f {}/audit.json? && sleep 0.3", logs.display())}},
+        {"id": "3", "tool": "Bash", "input": {"command": "echo three"}},
+    ]);
+    std::fs::write(&batch, calls_json.to_string()).unwrap();
+    let out = scratch.cli(&["--audit", &log.display().to_string(), "--mode", "bypass", "run", batch.to_str().unwrap()]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert!(log.exists(), "the log is gone, and every record since with it");
+    let records = lines(&log);
+    assert_eq!(records[0]["kind"], "tampered", "{records:#?}");
+    assert!(records[0]["seen"].as_str().unwrap().contains("removed"), "{records:#?}");
+    let ids: Vec<&str> = calls(&records).iter().filter_map(|r| r["call_id"].as_str()).collect();
+    assert!(ids.contains(&"3"), "the call after the removal is logged: {records:#?}");
+    assert_eq!(std::fs::metadata(&log).unwrap().permissions().mode() & 0o777, 0o600);
+}

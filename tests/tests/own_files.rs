@@ -7,8 +7,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use serde_json::json;
+use toolhost::capability::{Declared, Policy};
+use toolhost::lockfile::{LOCK_VERSION, LockFile, LockedPlugin, sha256_hex};
+use toolhost::permission::Mode;
+use toolhost::reload::WatchOptions;
+use toolhost::response::{ResultState, ToolResponse};
+use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 use toolhost_e2e::{Scratch, guest, root, text, toolhost_bin};
 
 const SETTINGS: &str = "# my settings\n[permissions]\nmode = \"default\"\n";
@@ -315,6 +322,17 @@ fn configured_plugin_and_middleware_files_and_plugin_folders_are_off_limits() {
     .map(String::from)
     .to_vec();
     base.extend(plugin_args(&["fs-write".to_string()]));
+    // Inside the working directory, where a command can rewrite them by a
+    // name no check sees: they load only pinned (issue 29 item 2).
+    let mut list = base.clone();
+    list.push("list".into());
+    let out = cli(&scratch, &list.iter().map(String::as_str).collect::<Vec<_>>());
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success() && stderr.contains("toolhost lock") && stderr.contains("pinned"), "{stderr}");
+    let mut lock = base.clone();
+    lock.push("lock".into());
+    let out = cli(&scratch, &lock.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{:?}", text(&out));
     let attempts = [
         ("write", "tools/echo.wasm", "a plugin or middleware component toolhost loads"),
         ("remove", "tools/echo.wasm", "a plugin or middleware component toolhost loads"),
@@ -385,4 +403,222 @@ fn the_settings_file_of_every_working_directory_is_protected_even_before_it_exis
         cli(&scratch, &["--workdir", ".", "--workdir", &other_arg, "--mode", "accept-edits", "call", "Write", &write]);
     assert!(out.status.success(), "{:?}", text(&out));
     assert!(other.join("notes.txt").is_file());
+}
+
+/// A call in bypass mode (the user let the model run anything).
+async fn bypass(host: &Toolhost, tool: &str, input: serde_json::Value) -> ToolResponse {
+    host.call(CallRequest::new(tool, input.to_string()).mode(Mode::Bypass))
+        .finish(PermissionAnswer::Deny)
+        .await
+        .into_response()
+}
+
+/// Issue 29 item 2: with `plugins/builder.wasm` a link to
+/// `<workdir>/build/builder.wasm` (or a hard link), a watching host and a
+/// sandboxed Bash, `cp evil.wasm build/builder.wasm` swapped hostile code
+/// in, which then wrote where its pinned version was granted to and Bash
+/// is not. The bytes of such a file now load only pinned: the hostile
+/// version is refused on reload and at the next start, and never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_linked_into_a_working_directory_runs_only_its_pinned_bytes() {
+    for hard in [false, true] {
+        linked_plugin_attack(hard).await;
+    }
+}
+
+async fn linked_plugin_attack(hard: bool) {
+    let how = if hard { "hard link" } else { "symlink" };
+    let scratch = Scratch::new();
+    let work = scratch.work();
+    std::fs::create_dir(work.join("build")).unwrap();
+    let target = work.join("build/builder.wasm");
+    std::fs::copy(guest("builder-good"), &target).unwrap();
+    let good = std::fs::read(&target).unwrap();
+    let evil = std::fs::read(guest("builder-evil")).unwrap();
+    std::fs::write(work.join("evil.wasm"), &evil).unwrap();
+    let plugins = scratch.outside("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let entry = plugins.join("builder.wasm");
+    if hard {
+        std::fs::hard_link(&target, &entry).unwrap();
+    } else {
+        std::os::unix::fs::symlink(&target, &entry).unwrap();
+    }
+    // Where the user lets Builder deploy, and Bash may not write.
+    let deploy = scratch.outside("deploy");
+    std::fs::create_dir(&deploy).unwrap();
+    let canary = deploy.join("canary.txt");
+
+    let mut settings = scratch.settings();
+    let mut local = toml::Table::new();
+    local.insert("sandbox".into(), "on".into());
+    settings.backend.options.insert("local".into(), toml::Value::Table(local));
+    settings.plugin_dirs.push(plugins.clone());
+    let grant = Policy { fs_write: vec![deploy.display().to_string()], ..Policy::default() };
+    settings.grants.insert("Builder".into(), grant);
+    let lock = scratch.outside("toolhost.lock");
+    settings.lock_file = Some(lock.clone());
+    let pin = LockedPlugin {
+        name: "Builder".into(),
+        kind: "tool".into(),
+        file: entry.clone(),
+        sha256: sha256_hex(&good),
+        declared: Declared { fs_write: vec!["/".into()], ..Declared::default() },
+        signature: None,
+    };
+    LockFile { version: LOCK_VERSION, plugins: vec![pin] }.save(&lock).unwrap();
+    let host = scratch.host(settings.clone()).await;
+    let options =
+        WatchOptions { debounce: Duration::from_millis(50), settle: Duration::from_secs(1), status_file: None };
+    let watcher = host.watch(options).await.expect("watching");
+    let canary_input = json!({"canary": canary.display().to_string()});
+    assert_eq!(bypass(&host, "Builder", canary_input.clone()).await.text(), "good", "{how}");
+
+    // A name the engine's lexical check cannot see (a glob; the other name
+    // of a hard link is in no text): the sandbox lets the command write
+    // there (the working directory), as it must.
+    let swap = if hard { "cat evil.wasm > build/builder.wasm" } else { "cp evil.wasm buil?/builder.wasm" };
+    let r = bypass(&host, "Bash", json!({"command": swap})).await;
+    assert_eq!(r.state, ResultState::Success, "{how}: {}", r.text());
+    assert_eq!(std::fs::read(&entry).unwrap(), evil, "{how}: the command did swap the bytes");
+    // Any event in the plugin folder starts a pass (and the folder a link
+    // leads into is watched too).
+    std::fs::write(plugins.join("NOTES"), "a note").unwrap();
+    // The watcher sees the new bytes: refused (not pinned), or, before the
+    // fix, swapped in.
+    let start = Instant::now();
+    let status = loop {
+        let status = watcher.status().into_iter().find(|s| s.file == entry);
+        let refused = status.as_ref().is_some_and(|s| s.last_error.is_some());
+        let swapped = host.describe("Builder").await.is_ok_and(|info| info.sha256 == sha256_hex(&evil));
+        if refused || swapped {
+            break status;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{how}: the watcher never acted: {status:?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    let r = bypass(&host, "Builder", canary_input.clone()).await;
+    assert!(!canary.exists(), "{how}: the swapped-in code ran with Builder's grants: {}", r.text());
+    assert_eq!(r.text(), "good", "{how}: the pinned version keeps serving");
+    let error = status.and_then(|s| s.last_error).unwrap_or_default();
+    assert!(error.contains("pinned") && error.contains("toolhost lock"), "{how}: {error}");
+    if !hard {
+        assert!(error.contains(&target.display().to_string()), "{how}: the error names the target: {error}");
+    }
+
+    // The names the engine can see are refused, in bypass mode too (a link's
+    // target; the other name of a hard link is not in any text), and the
+    // file tools by the backend (a hard link by its inode).
+    std::fs::write(&target, &good).unwrap();
+    if !hard {
+        for command in ["cp evil.wasm build/builder.wasm", "cd build && cat ../evil.wasm > builder.wasm"] {
+            let r = bypass(&host, "Bash", json!({"command": command})).await;
+            assert_eq!(r.state, ResultState::Denied, "{how} {command}: {}", r.text());
+            assert!(r.text().contains("a plugin or middleware component toolhost loads"), "{how}: {}", r.text());
+        }
+    }
+    let r = bypass(&host, "Write", json!({"file_path": target, "content": "x"})).await;
+    assert_ne!(r.state, ResultState::Success, "{how}: {}", r.text());
+    assert!(r.text().contains("a plugin or middleware component toolhost loads"), "{how}: {}", r.text());
+    assert_eq!(std::fs::read(&entry).unwrap(), good);
+    drop(watcher);
+    drop(host);
+
+    // A start with unpinned bytes there is refused, naming the file and the
+    // fix; once pinned (`toolhost lock`'s work), they load.
+    std::fs::write(&target, &evil).unwrap();
+    let err = match Toolhost::builder().settings(settings.clone(), None).build().await {
+        Ok(host) => host.ready().await.err().map(|e| e.to_string()).unwrap_or_default(),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains(&entry.display().to_string()) && err.contains("toolhost lock"), "{how}: {err}");
+    std::fs::write(&target, &good).unwrap();
+    let host = scratch.host(settings).await;
+    assert_eq!(bypass(&host, "Builder", canary_input).await.text(), "good");
+    assert!(!canary.exists());
+}
+
+/// A middleware file reached through a link into a working directory is
+/// held to its pin the same way (issue 29 item 2).
+#[test]
+fn a_middleware_linked_into_a_working_directory_needs_its_pin() {
+    let scratch = Scratch::new();
+    std::fs::copy(guest("mw-pass"), scratch.work().join("mw.wasm")).unwrap();
+    let link = scratch.outside("mw.wasm");
+    std::os::unix::fs::symlink(scratch.work().join("mw.wasm"), &link).unwrap();
+    let args = ["--middleware", link.to_str().unwrap()];
+    let out = cli(&scratch, &[&args[..], &["list"]].concat());
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains(link.to_str().unwrap()) && stderr.contains("toolhost lock"), "{stderr}");
+    let out = cli(&scratch, &[&args[..], &["lock"]].concat());
+    assert!(out.status.success(), "{:?}", text(&out));
+    let out = cli(&scratch, &[&args[..], &["list"]].concat());
+    assert!(out.status.success(), "pinned, it loads: {:?}", text(&out));
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().expect("running mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// Issue 29 item 6: a FIFO named `x.wasm` in a plugin folder, or in place
+/// of the settings or lock file, held `list` and `lock` for ever (no
+/// writer ever comes). Each is now refused, naming it, and the run ends.
+#[test]
+fn fifos_in_place_of_toolhosts_own_files_are_refused_not_waited_on() {
+    let scratch = Scratch::new();
+    let plugins = scratch.outside("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    mkfifo(&plugins.join("x.wasm"));
+    let dir = plugins.display().to_string();
+    let config = scratch.outside("fifo.toml");
+    mkfifo(&config);
+    let lock = scratch.outside("toolhost.lock");
+    mkfifo(&lock);
+    let cases: [(&[&str], String); 4] = [
+        (&["--plugins", &dir, "list"], plugins.join("x.wasm").display().to_string()),
+        (&["--plugins", &dir, "lock"], plugins.join("x.wasm").display().to_string()),
+        (&["--config", config.to_str().unwrap(), "list"], config.display().to_string()),
+        (&["--lock-file", lock.to_str().unwrap(), "--locked", "list"], lock.display().to_string()),
+    ];
+    for (args, named) in cases {
+        let out = scratch.cli_within(args, Duration::from_secs(60)).unwrap_or_else(|| panic!("{args:?} hung"));
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert!(stderr.contains(&format!("{named} is a FIFO (named pipe), not a regular file")), "{args:?}: {stderr}");
+    }
+}
+
+/// The peak resident memory of this process's largest finished child, in
+/// bytes.
+fn children_peak_rss() -> u64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) }, 0);
+    usage.ru_maxrss as u64 * 1024
+}
+
+/// Issue 29 item 15: a 3 GiB sparse `.wasm` was read whole (RSS 28 →
+/// 3,100 MiB) before it failed to parse. The size is checked on the
+/// opened file before a byte is read, against `[limits]
+/// max_component_bytes`.
+#[test]
+fn a_huge_plugin_file_is_refused_before_it_is_read() {
+    let scratch = Scratch::new();
+    let big = scratch.outside("big.wasm");
+    std::fs::File::create(&big).unwrap().set_len(3 << 30).unwrap();
+    let out = cli(&scratch, &["--plugin", big.to_str().unwrap(), "list"]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("3221225472 bytes, more than the 268435456 bytes of [limits] max_component_bytes"),
+        "{stderr}"
+    );
+    let peak = children_peak_rss();
+    assert!(peak < 1 << 30, "a child of this test peaked at {} MiB: the file was read", peak >> 20);
+    // The bound is a setting.
+    let out = cli(&scratch, &["--plugin", guest("echo").to_str().unwrap(), "--max-component-bytes", "1000", "list"]);
+    assert!(text(&out).1.contains("more than the 1000 bytes of [limits] max_component_bytes"), "{:?}", text(&out));
 }

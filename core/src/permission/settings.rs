@@ -68,7 +68,7 @@ pub fn remember_rule(toml_path: &Path, rule: &Rule) -> anyhow::Result<()> {
     // A file created here opens with a comment saying why it exists (put in
     // front of the document: toml_edit would keep a lone comment at the end).
     let mut header = String::new();
-    let text = match fs::read_to_string(toml_path) {
+    let text = match crate::own_file::read_to_string(toml_path, crate::own_file::SETTINGS_BOUND) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             header = created_by(rule, std::time::SystemTime::now());

@@ -87,6 +87,20 @@ pub struct Dropped {
     pub count: u64,
 }
 
+/// What the writer saw of its file since its last write that it did not
+/// do itself (`"kind": "tampered"`): the file removed, replaced by another
+/// or cut short. Written first into the file it then opened (created
+/// again when removed), so the gap in the record is on record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tampered {
+    /// Always `tampered`.
+    pub kind: String,
+    /// When the writer noticed.
+    pub time: String,
+    /// What it saw.
+    pub seen: String,
+}
+
 /// A permission decision, as logged and as replay compares it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecisionRecord {

@@ -13,7 +13,7 @@ use anyhow::{Context as _, Result};
 use toolhost_core::audit::rotated;
 
 use super::AuditSettings;
-use super::record::{Dropped, Record, rfc3339};
+use super::record::{Dropped, Record, Tampered, rfc3339};
 use crate::sync::MutexExt;
 
 /// How long queued records wait for the writer at most: it wakes this
@@ -99,6 +99,7 @@ impl AuditLog {
             max_bytes: settings.max_bytes.max(1),
             keep: settings.keep,
             file: None,
+            identity: None,
             size: 0,
             counters: counters.clone(),
         };
@@ -190,6 +191,11 @@ struct Writer {
     max_bytes: u64,
     keep: u32,
     file: Option<BufWriter<File>>,
+    /// Device and inode of the open file, checked against the path before
+    /// each batch.
+    identity: Option<(u64, u64)>,
+    /// Bytes in the open file as far as the writer knows (what it found
+    /// there plus what it wrote): less on disk means it was cut short.
     size: u64,
     counters: Arc<Counters>,
 }
@@ -198,6 +204,7 @@ impl Writer {
     fn run(mut self, rx: Receiver<Pending>) {
         loop {
             std::thread::park_timeout(WRITE_EVERY);
+            self.check_tampered();
             // Everything queued, then one flush.
             let closed = loop {
                 match rx.try_recv() {
@@ -217,6 +224,39 @@ impl Writer {
                 return;
             }
         }
+    }
+
+    /// Notices the log file removed, replaced or cut short since the
+    /// writer's last write (a process with the user's rights can do that
+    /// much, e.g. a sandbox-off `rm` through a glob): the writer drops its
+    /// descriptor, which would write into an unlinked or foreign file, and
+    /// opens the path again (creating it), writing a `tampered` record
+    /// first that says what it saw. Another toolhost rotating the same log
+    /// is reported the same way: a log shared by two hosts is not told
+    /// apart from one tampered with.
+    fn check_tampered(&mut self) {
+        use std::os::unix::fs::MetadataExt as _;
+        let (Some(_), Some((dev, ino))) = (&self.file, self.identity) else { return };
+        let seen = match std::fs::metadata(&self.path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                "the log file was removed; records written to it since the last check are lost".to_string()
+            }
+            Err(_) => return,
+            Ok(meta) if (meta.dev(), meta.ino()) != (dev, ino) => format!(
+                "the log file was replaced by another file (inode {} where the writer had written to inode {ino});                  records written to the old one since the last check went there",
+                meta.ino()
+            ),
+            Ok(meta) if meta.is_file() && meta.len() < self.size => {
+                format!("the log file was cut short from {} to {} bytes", self.size, meta.len())
+            }
+            Ok(_) => return,
+        };
+        tracing::warn!("the audit log {}: {seen}; opening it again", self.path.display());
+        self.file = None;
+        self.identity = None;
+        let line = serde_json::to_string(&Tampered { kind: "tampered".into(), time: rfc3339(SystemTime::now()), seen })
+            .expect("a tampered record serialises");
+        self.write(&line);
     }
 
     fn report_dropped(&mut self) {
@@ -245,13 +285,7 @@ impl Writer {
             self.rotate()?;
         }
         if self.file.is_none() {
-            let file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)
-                .with_context(|| format!("opening {}", self.path.display()))?;
-            self.size = file.metadata().map(|m| m.len()).unwrap_or(0);
-            self.file = Some(BufWriter::with_capacity(64 * 1024, file));
+            self.open()?;
             if self.size > 0 && self.size + len > self.max_bytes {
                 self.rotate()?;
                 return self.write_line(line, len);
@@ -283,13 +317,24 @@ impl Writer {
             std::fs::rename(&self.path, rotated(&self.path, 1))
                 .with_context(|| format!("rotating {}", self.path.display()))?;
         }
+        self.open()
+    }
+
+    /// Opens the log for appending, creating it readable and writable by
+    /// the user alone (0600: it holds what every call did), and notes its
+    /// identity and size.
+    fn open(&mut self) -> Result<()> {
+        use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
         let file = OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(&self.path)
             .with_context(|| format!("opening {}", self.path.display()))?;
+        let meta = file.metadata().ok();
+        self.size = meta.as_ref().map_or(0, |m| m.len());
+        self.identity = meta.map(|m| (m.dev(), m.ino()));
         self.file = Some(BufWriter::with_capacity(64 * 1024, file));
-        self.size = 0;
         Ok(())
     }
 
@@ -352,6 +397,65 @@ fn redact_value(value: &mut serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn writer(path: &Path) -> Writer {
+        Writer {
+            path: path.to_path_buf(),
+            max_bytes: 1 << 20,
+            keep: 1,
+            file: None,
+            identity: None,
+            size: 0,
+            counters: Arc::default(),
+        }
+    }
+
+    fn kinds(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).map_or(l.to_string(), |v| v["kind"].to_string()))
+            .collect()
+    }
+
+    /// Issue 29 item 10: `rm -f audit.jsonl` used to send every later
+    /// record into the unlinked file, and a replaced or truncated log went
+    /// unnoticed.
+    #[test]
+    fn a_removed_replaced_or_cut_log_is_opened_again_with_a_tampered_record_first() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let mut w = writer(&path);
+        w.write(r#"{"kind":"call","n":1}"#);
+        w.flush();
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "created 0600");
+        w.check_tampered();
+        w.write(r#"{"kind":"call","n":2}"#);
+        w.flush();
+        assert_eq!(kinds(&path), ["\"call\"", "\"call\""], "nothing seen: nothing reported");
+
+        std::fs::remove_file(&path).unwrap();
+        w.check_tampered();
+        w.write(r#"{"kind":"call","n":3}"#);
+        w.flush();
+        let text = std::fs::read_to_string(&path).expect("the log is created again");
+        assert!(text.lines().next().unwrap().contains("the log file was removed"), "{text}");
+        assert_eq!(kinds(&path), ["\"tampered\"", "\"call\""]);
+
+        let forged = dir.path().join("forged");
+        std::fs::write(&forged, "{\"kind\":\"call\",\"forged\":true}\n").unwrap();
+        std::fs::rename(&forged, &path).unwrap();
+        w.check_tampered();
+        w.flush();
+        assert!(std::fs::read_to_string(&path).unwrap().contains("replaced by another file"));
+
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(3).unwrap();
+        w.check_tampered();
+        w.flush();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("cut short from") && text.contains("to 3 bytes"), "{text}");
+    }
 
     #[test]
     fn inputs_are_redacted_value_by_value() {

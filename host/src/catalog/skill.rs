@@ -9,8 +9,12 @@
 //! directory handle opened at start-up: a skill folder (or a `SKILL.md`)
 //! that is a link out of its skill directory is reported and skipped, and a
 //! file name with `..`, an absolute path or a link out of the skill's
-//! folder reads nothing. Sizes are bounded; a malformed folder is reported,
-//! never fatal.
+//! folder reads nothing. Every file is opened without waiting and read
+//! only when it is a regular file (a FIFO planted in a skill folder is
+//! refused, not waited on, at start-up and in a `Skill` call alike), and
+//! sizes are bounded before reading; a malformed folder is reported, never
+//! fatal. The configured skill folders are toolhost's own files: no tool
+//! may touch them ([`crate::protected`]).
 //!
 //! What the model reads keeps its shape whatever a skill says: the listing
 //! is one line per skill with the description quoted
@@ -20,13 +24,13 @@
 //! ([`crate::escape::attribute`]: a folder named with `"` or `>` cannot
 //! close the attribute or the tag), its files one name a line, escaped.
 
-use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 
 use cap_std::ambient_authority;
-use cap_std::fs::Dir;
+use cap_std::fs::{Dir, OpenOptionsExt as _};
 
 use crate::escape::{attribute, quoted};
+use crate::own_file::{self, Bound};
 
 /// The tool's name.
 pub const SKILL: &str = "Skill";
@@ -227,20 +231,9 @@ impl Skill {
             ));
         }
         let refuse = |e: std::io::Error| format!("Error: cannot read '{file}' of skill '{}': {e}", self.name);
-        let mut opened = self.root.open(path).map_err(refuse)?;
-        let meta = opened.metadata().map_err(refuse)?;
-        if !meta.is_file() {
-            return Err(format!("Error: '{file}' of skill '{}' is not a file", self.name));
-        }
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(format!(
-                "Error: '{file}' of skill '{}' is {} bytes, more than the {MAX_FILE_BYTES} bytes Skill returns",
-                self.name,
-                meta.len()
-            ));
-        }
-        let mut bytes = Vec::new();
-        (&mut opened).take(MAX_FILE_BYTES).read_to_end(&mut bytes).map_err(refuse)?;
+        let opened = open_nonblocking(&self.root, path).map_err(refuse)?;
+        let bound = Bound { max: MAX_FILE_BYTES, name: "what Skill returns of one file" };
+        let bytes = own_file::read_opened(opened, &self.dir.join(path), bound).map_err(refuse)?.bytes;
         String::from_utf8(bytes).map_err(|_| format!("Error: '{file}' of skill '{}' is not UTF-8 text", self.name))
     }
 }
@@ -250,25 +243,32 @@ fn read_skill(base: &Dir, name: &str, path: &Path) -> Result<Skill, String> {
     let root = base.open_dir(name).map_err(|e| {
         format!("cannot open it ({e}); a skill is a folder inside the skill directory, not a link out of it")
     })?;
-    let text = read_bounded(&root, SKILL_FILE, MAX_SKILL_FILE_BYTES)?;
+    let text = read_bounded(&root, path, SKILL_FILE, MAX_SKILL_FILE_BYTES)?;
     let (front, body) = split_front_matter(&text)?;
     let (name, description) = parse_front_matter(front)?;
     let (files, unlisted) = list_files(&root);
     Ok(Skill { name, description, instructions: body.to_string(), dir: path.to_path_buf(), files, unlisted, root })
 }
 
-fn read_bounded(root: &Dir, file: &str, limit: u64) -> Result<String, String> {
-    let mut opened = root.open(file).map_err(|e| match e.kind() {
+/// Reads `file` of the skill folder `root` (shown as `dir`): a regular
+/// file inside it of at most `limit` bytes.
+fn read_bounded(root: &Dir, dir: &Path, file: &str, limit: u64) -> Result<String, String> {
+    let opened = open_nonblocking(root, Path::new(file)).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!("no {file} in it; a skill folder holds a {file}"),
         _ => format!("cannot read its {file} ({e}); it must be a file inside the folder, not a link out of it"),
     })?;
-    let len = opened.metadata().map_err(|e| format!("{file}: {e}"))?.len();
-    if len > limit {
-        return Err(format!("its {file} is {len} bytes, more than the {limit} bytes a skill may have; shorten it"));
-    }
-    let mut bytes = Vec::new();
-    (&mut opened).take(limit).read_to_end(&mut bytes).map_err(|e| format!("{file}: {e}"))?;
+    let bound = Bound { max: limit, name: "what a skill's SKILL.md may hold; shorten it" };
+    let bytes = own_file::read_opened(opened, &dir.join(file), bound).map_err(|e| e.to_string())?.bytes;
     String::from_utf8(bytes).map_err(|_| format!("its {file} is not UTF-8 text"))
+}
+
+/// Opens `path` under `root` as toolhost opens its own files
+/// ([`own_file::open`]: without waiting, so a FIFO planted in place of a
+/// skill file is refused by [`own_file::read_opened`], not waited on).
+fn open_nonblocking(root: &Dir, path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = cap_std::fs::OpenOptions::new();
+    options.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    Ok(root.open_with(path, &options)?.into_std())
 }
 
 /// The front matter (between the opening `---` line and the next) and the

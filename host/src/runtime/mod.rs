@@ -157,6 +157,11 @@ impl Runtime {
         &self.middleware_linker
     }
 
+    /// The per-call limits it was made with.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
     /// The limits of the metadata probe (a component's `metadata` or a
     /// middleware's `info`, called once at load with no grants): the
     /// configured limits, with the time limit at most [`PROBE_TIMEOUT_MS`].

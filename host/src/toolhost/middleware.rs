@@ -19,10 +19,11 @@ impl Toolhost {
     /// Loads a middleware component from a `.wasm` file. It runs for the
     /// tools it is then attached to ([`Toolhost::attach`]).
     pub async fn load_middleware(&self, path: &Path) -> Result<MiddlewareInfo> {
-        let bytes = std::fs::read(path).with_context(|| format!("reading middleware {}", path.display()))?;
+        let own = self.read_component(path, "middleware")?;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let label = path.display().to_string();
-        self.check_pinned(&bytes, &label)?;
+        self.check_component(path, &own, &label)?;
+        let bytes = own.bytes;
         let loaded = load_middleware_component(self.runtime(), &bytes, Origin::File(abs), &label).await?;
         let info = loaded.info.clone();
         let name = info.name.clone();

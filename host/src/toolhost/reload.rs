@@ -194,7 +194,7 @@ impl Reloader {
             rejected: BTreeMap::new(),
             status: BTreeMap::new(),
             approved,
-            lock_sha256: std::fs::read(host.lock_path()).ok().map(|b| hex::encode(Sha256::digest(b))),
+            lock_sha256: lock_sha256(host.lock_path()),
         };
         reloader.approve_locked();
         for file in reloader.loaded.keys().cloned().collect::<Vec<_>>() {
@@ -217,9 +217,20 @@ impl Reloader {
         reloader
     }
 
-    /// The directories to watch: those of the sources and the lock file's.
+    /// The directories to watch: those of the sources, the folders the
+    /// links among them lead into (`plugins/x.wasm` → `build/x.wasm`: a
+    /// rebuild writes there, and the new bytes must be seen, and judged
+    /// against their pin), and the lock file's.
     pub(crate) fn watch_dirs(&self) -> Vec<PathBuf> {
         let mut dirs: Vec<PathBuf> = self.sources.iter().map(Source::watch_dir).collect();
+        for file in self.scan().into_keys() {
+            if let Ok(real) = std::fs::canonicalize(&file)
+                && real != file
+                && let Some(dir) = real.parent()
+            {
+                dirs.push(dir.to_path_buf());
+            }
+        }
         dirs.extend(self.host.lock_path().parent().filter(|d| d.is_dir()).map(Path::to_path_buf));
         dirs.sort();
         dirs.dedup();
@@ -238,7 +249,7 @@ impl Reloader {
     /// Reads the lock file again when its bytes changed (`toolhost lock`
     /// approves and pins): refused and held-back files are then tried again.
     fn refresh_lock(&mut self) {
-        let now = std::fs::read(self.host.lock_path()).ok().map(|b| hex::encode(Sha256::digest(b)));
+        let now = lock_sha256(self.host.lock_path());
         if now == self.lock_sha256 {
             return;
         }
@@ -269,14 +280,15 @@ impl Reloader {
         self.rejected.retain(|f, _| files.contains_key(f));
         self.status.retain(|f, _| files.contains_key(f) || self.loaded.contains_key(f));
         for (file, kind) in &files {
-            let bytes = match std::fs::read(file) {
-                Ok(bytes) => bytes,
+            let what = if *kind == FileKind::Tool { "plugin" } else { "middleware" };
+            let own = match self.host.read_component(file, what) {
+                Ok(own) => own,
                 Err(e) => {
-                    self.fail(file, *kind, &format!("cannot read {}: {e}", file.display()));
+                    self.fail(file, *kind, &format!("cannot read {}: {e:#}", file.display()));
                     continue;
                 }
             };
-            let sha256 = hex::encode(Sha256::digest(&bytes));
+            let sha256 = hex::encode(Sha256::digest(&own.bytes));
             if self.loaded.get(file).is_some_and(|l| l.sha256 == sha256) {
                 self.unsettled.remove(file);
                 if self.rejected.remove(file).is_some() {
@@ -287,7 +299,7 @@ impl Reloader {
             if self.rejected.get(file) == Some(&sha256) {
                 continue;
             }
-            self.update(file, *kind, bytes, sha256, &mut removed).await;
+            self.update(file, *kind, own, sha256, &mut removed).await;
         }
         for file in removed {
             self.unload(&file);
@@ -320,13 +332,14 @@ impl Reloader {
         &mut self,
         file: &Path,
         kind: FileKind,
-        bytes: Vec<u8>,
+        own: crate::own_file::OwnFile,
         sha256: String,
         removed: &mut Vec<PathBuf>,
     ) {
-        if let Err(e) = self.host.check_pinned(&bytes, &file.display().to_string()) {
+        if let Err(e) = self.host.check_component(file, &own, &file.display().to_string()) {
             return self.reject(file, kind, sha256, &format!("{e:#}"));
         }
+        let bytes = own.bytes;
         let staged = match self.stage(file, kind, bytes).await {
             Ok(staged) => staged,
             Err(e) if unparsed(&e) => {
@@ -567,6 +580,12 @@ fn held_back(file: &Path, name: &str, diff: &CapabilityDiff, lock: &Path) -> Str
         file.display(),
         lock.display()
     )
+}
+
+/// The SHA-256 of the lock file's bytes (`None`: none, or not a regular
+/// file within its bound: reading it again says why).
+fn lock_sha256(path: &Path) -> Option<String> {
+    crate::own_file::read(path, crate::own_file::LOCK_BOUND).ok().map(|own| hex::encode(Sha256::digest(own.bytes)))
 }
 
 /// Whether a load failed because the bytes are not (yet) a whole component:

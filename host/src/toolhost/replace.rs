@@ -58,7 +58,7 @@ impl Toolhost {
         let label = new.label();
         let tool: LoadedTool = match new {
             Replacement::File(path) => {
-                let bytes = std::fs::read(&path).with_context(|| format!("reading plugin {}", path.display()))?;
+                let bytes = self.read_component(&path, "plugin")?.bytes;
                 let abs = std::path::absolute(&path).unwrap_or(path);
                 load_component(self.runtime(), &bytes, Origin::File(abs), &label).await?.tool
             }
@@ -88,7 +88,7 @@ impl Toolhost {
         let label = new.label();
         let (layer, info) = match new {
             Replacement::File(path) => {
-                let bytes = std::fs::read(&path).with_context(|| format!("reading middleware {}", path.display()))?;
+                let bytes = self.read_component(&path, "middleware")?.bytes;
                 let abs = std::path::absolute(&path).unwrap_or(path);
                 let loaded = load_middleware_component(self.runtime(), &bytes, Origin::File(abs), &label).await?;
                 let info = loaded.info.clone();
