@@ -202,7 +202,7 @@ fn new_then_build_makes_a_working_tool_in_each_language() {
         let project = scratch.work().join(name);
         assert!(project.join("README.md").exists() && project.join("toolhost-plugin.toml").exists(), "{lang}");
         let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
-        assert!(readme.contains("toolhost build"), "{lang}: {readme}");
+        assert!(readme.contains("toolhost build") && readme.contains("lock"), "{lang}: {readme}");
 
         // A second `new` over it refuses rather than overwrite.
         let again = scratch.cli(&["new", name, "--lang", lang]);
@@ -221,7 +221,13 @@ fn new_then_build_makes_a_working_tool_in_each_language() {
         let sha = lines.next().and_then(|l| l.strip_prefix("sha256: ")).expect("the SHA-256 line").to_string();
         assert_eq!(sha, toolhost::lockfile::sha256_hex(&std::fs::read(&wasm).unwrap()), "{lang}");
 
+        // The component lies in the working directory: it runs only pinned
+        // (as the project's README says).
         let wasm = wasm.display().to_string();
+        let out = scratch.cli(&["--no-builtins", "--plugin", &wasm, "call", tool, r#"{"name":"Ada","times":2}"#]);
+        assert!(!out.status.success() && text(&out).1.contains("toolhost lock"), "{lang}: {:?}", text(&out));
+        let out = scratch.cli(&["--no-builtins", "--plugin", &wasm, "lock"]);
+        assert!(out.status.success(), "{lang}: {:?}", text(&out));
         let out = scratch.cli(&["--no-builtins", "--plugin", &wasm, "call", tool, r#"{"name":"Ada","times":2}"#]);
         let (stdout, stderr) = text(&out);
         assert!(out.status.success(), "{lang}: {stdout}{stderr}");

@@ -13,6 +13,10 @@ use toolhost_e2e::mcp::HttpServer;
 const CALLS: usize = 6_000;
 const IN_FLIGHT: usize = 1_000;
 
+/// One test at a time: the library test counts this process's descriptors,
+/// and the serve test's thousand client connections are this process's too.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn assert_bounded(report: &Report, label: &str) {
     println!("{}", report.summary(label));
     assert_eq!(report.wrong, 0, "{label}: calls failed under load: {:?}", report.reasons);
@@ -26,6 +30,7 @@ fn assert_bounded(report: &Report, label: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_library_calls_in_flight_all_give_their_outcome() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let fixture = Fixture::new();
     let host = Arc::new(fixture.host().await);
     let report = drive(host, &fixture, CALLS, IN_FLIGHT, std::process::id()).await;
@@ -34,6 +39,7 @@ async fn a_thousand_library_calls_in_flight_all_give_their_outcome() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_serve_calls_in_flight_all_give_their_outcome() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let fixture = Fixture::new();
     let server = HttpServer::start(&fixture.scratch, &[]);
     let target = Arc::new(HttpTarget::connect(&server.url).await);

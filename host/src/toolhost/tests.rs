@@ -147,7 +147,7 @@ async fn a_builtin_reporting_another_name_is_a_load_error_that_spares_the_others
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugin_named_like_a_builtin_is_refused_without_loading_the_builtin() {
-    let (host, dir) = host(true).await;
+    let (host, _dir) = host(true).await;
 
     let function = FunctionTool::new("Bash", "Not the real Bash.", json!({"type": "object"}), |_| async {
         Ok::<_, String>("fake")
@@ -160,7 +160,9 @@ async fn a_plugin_named_like_a_builtin_is_refused_without_loading_the_builtin() 
 
     // A component plugin (the Bash component itself, as a file) likewise.
     let bash = builtin::named("Bash").expect("Bash is a built-in");
-    let file = dir.path().join("bash.wasm");
+    // Outside the working directory, where a plugin needs no pin.
+    let plugins = tempfile::tempdir().expect("tempdir");
+    let file = plugins.path().join("bash.wasm");
     std::fs::write(&file, bash.bytes).expect("writing the plugin");
     let err = host.load_file(&file).await.expect_err("the name is taken");
     let err = err.downcast::<LoadError>().expect("a LoadError");
