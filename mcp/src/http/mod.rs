@@ -160,8 +160,7 @@ pub async fn serve_http(
 ) -> Result<()> {
     options.check()?;
     let origins = AllowedOrigins::parse(&options.allowed_origins)?;
-    let listener = tokio::net::TcpListener::bind(options.addr)
-        .await
+    let listener = listen(options.addr, options.max_connections)
         .with_context(|| format!("binding {} (is the port in use?)", options.addr))?;
     let addr = listener.local_addr()?;
     let cancel = CancellationToken::new();
@@ -197,6 +196,19 @@ pub async fn serve_http(
     let result = accept(listener, router, streams, &front, &options, cancel.clone(), stop).await;
     cancel.cancel();
     result
+}
+
+/// A listener on `addr` whose kernel queue holds a burst of connections as
+/// large as those served and those let wait together (the kernel caps it at
+/// `net.core.somaxconn`). The runtime's default queue holds 128: a burst past
+/// it had its handshakes dropped, and each such client waited a second for
+/// its retransmission before `accept` saw it.
+fn listen(addr: SocketAddr, max_connections: usize) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    let backlog = u32::try_from(max_connections.saturating_mul(2)).unwrap_or(u32::MAX).max(128);
+    socket.listen(backlog)
 }
 
 async fn accept(
@@ -305,6 +317,27 @@ mod tests {
         assert!(HttpOptions { token: Some("s3cret".into()), ..open.clone() }.check().is_ok());
         assert!(HttpOptions { token: Some(" ".into()), ..open }.check().is_err());
         assert!(HttpOptions::new("127.0.0.1:0".parse().unwrap()).check().is_ok());
+    }
+
+    /// A burst of clients all finish their handshakes before the server
+    /// accepts one: none waits for a retransmitted handshake.
+    #[tokio::test]
+    async fn a_burst_of_connections_is_queued_whole() {
+        let listener = listen("127.0.0.1:0".parse().unwrap(), 512).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let burst = 600;
+        let clients: Vec<_> = (0..burst).map(|_| tokio::spawn(tokio::net::TcpStream::connect(addr))).collect();
+        // Loopback handshakes take microseconds; the kernel queues what
+        // its backlog holds and drops the handshakes past it.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut queued = 0;
+        while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(20), listener.accept()).await {
+            queued += 1;
+        }
+        assert_eq!(queued, burst, "the listen queue held only {queued} of a burst of {burst}");
+        for client in clients {
+            client.await.unwrap().unwrap();
+        }
     }
 
     #[test]
