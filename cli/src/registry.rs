@@ -22,7 +22,9 @@ pub fn options(settings: &Settings, args: &RegistryArgs) -> Result<RegistryOptio
         std::io::stdin().lock().read_line(&mut password).context("reading the password from standard input")?;
         let password = password.trim_end_matches(['\r', '\n']).to_string();
         if password.is_empty() {
-            bail!("--password-stdin read an empty password; pipe it in, e.g. `echo \"$TOKEN\" | toolhost push … --username {user} --password-stdin`");
+            bail!(
+                "--password-stdin read an empty password; pipe it in, e.g. `echo \"$TOKEN\" | toolhost push … --username {user} --password-stdin`"
+            );
         }
         options.credentials = Some((user.clone(), password));
     }

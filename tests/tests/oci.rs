@@ -154,7 +154,8 @@ fn hex_encode(bytes: &[u8]) -> String {
 /// The file of blob `digest` in the test registry's storage.
 fn stored_blob(digest: &str) -> PathBuf {
     let hex = digest.strip_prefix("sha256:").unwrap();
-    Path::new(&env("TOOLHOST_REGISTRY_STORAGE")).join(format!("docker/registry/v2/blobs/sha256/{}/{hex}/data", &hex[..2]))
+    Path::new(&env("TOOLHOST_REGISTRY_STORAGE"))
+        .join(format!("docker/registry/v2/blobs/sha256/{}/{hex}/data", &hex[..2]))
 }
 
 /// The manifest of `reference` as the registry stores it (JSON).
@@ -189,7 +190,8 @@ fn push_and_pull_by_tag_and_by_digest_give_the_bytes_pushed_in_the_wasm_layout()
     assert_eq!(std::fs::read(&by_tag).unwrap(), std::fs::read(guest("swap-v1")).unwrap());
 
     let by_digest = format!("{}@{digest}", reference.rsplit_once(':').unwrap().0);
-    let out = env.ok(&["pull", &format!("oci://{by_digest}"), "--out", env.scratch.outside("d.wasm").to_str().unwrap()]);
+    let out =
+        env.ok(&["pull", &format!("oci://{by_digest}"), "--out", env.scratch.outside("d.wasm").to_str().unwrap()]);
     assert_eq!(field(&out, "sha256"), sha256_of(&guest("swap-v1")));
     // Plain HTTP to a loopback registry is said on stderr (a tag is always
     // asked of the registry; a digest in the store is not).
@@ -230,7 +232,10 @@ fn a_locked_reference_is_pulled_by_its_digest_and_a_moved_tag_moves_nothing() {
     env.push("swap-v1", &other);
     env.settings(&format!("builtins = false\nplugins = [\"oci://{tag}\", \"oci://{other}\"]\n"));
     let refused = env.fails(&["--locked", "list"]);
-    assert!(refused.contains(&format!("oci://{other} is refused")) && refused.contains("not in the lock file"), "{refused}");
+    assert!(
+        refused.contains(&format!("oci://{other} is refused")) && refused.contains("not in the lock file"),
+        "{refused}"
+    );
 
     // `toolhost lock` again follows the tag: v2 is pinned now.
     env.settings(&format!("builtins = false\nplugins = [\"oci://{tag}\"]\n"));
@@ -249,8 +254,10 @@ fn a_registry_with_basic_auth_takes_credentials_from_stdin_or_the_docker_config(
     let refused = env.fails(&["push", file.to_str().unwrap(), &reference]);
     assert!(refused.contains("401") && refused.contains("--password-stdin"), "{refused}");
 
-    let out =
-        env.cli_with_stdin(&["push", file.to_str().unwrap(), &reference, "--username", &user, "--password-stdin"], &password);
+    let out = env.cli_with_stdin(
+        &["push", file.to_str().unwrap(), &reference, "--username", &user, "--password-stdin"],
+        &password,
+    );
     assert!(out.status.success(), "{:?}", text(&out));
     let pull = env.fails(&["pull", &reference]);
     assert!(pull.contains("401") && pull.contains("docker login"), "{pull}");
@@ -553,7 +560,8 @@ async fn a_watched_tag_that_moves_is_swapped_in_or_held_back_by_the_capability_r
     s.lock_file = Some(env.scratch.outside("toolhost.lock"));
     let host = toolhost::Toolhost::builder().settings(s, None).build().await.expect("building the host");
     host.ready().await.expect("loading the plugin");
-    let options = WatchOptions { debounce: Duration::from_millis(50), settle: Duration::from_millis(1500), status_file: None };
+    let options =
+        WatchOptions { debounce: Duration::from_millis(50), settle: Duration::from_millis(1500), status_file: None };
     let watcher = host.watch(options).await.expect("watching");
     let serving = || watcher.status().into_iter().find(|s| s.name.as_deref() == Some("Swap")).expect("Swap is watched");
     assert_eq!(serving().sha256, sha256_of(&guest("swap-v1")));
@@ -588,7 +596,10 @@ fn oras_python() -> Option<PathBuf> {
         return Some(python);
     }
     let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().is_ok_and(|s| s.success())
-        && Command::new(&python).args(["-m", "pip", "install", "--quiet", "oras==0.2.43"]).status().is_ok_and(|s| s.success());
+        && Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "oras==0.2.43"])
+            .status()
+            .is_ok_and(|s| s.success());
     if made {
         std::fs::write(&ready, "").unwrap();
         return Some(python);

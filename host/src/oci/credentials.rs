@@ -9,11 +9,8 @@ use oci_client::secrets::RegistryAuth;
 /// (`host:port`), or anonymous.
 pub fn from_docker(registry: &str) -> RegistryAuth {
     // Docker Hub's entry is kept under its old URL.
-    let server = if registry == "index.docker.io" || registry == "docker.io" {
-        "https://index.docker.io/v1/"
-    } else {
-        registry
-    };
+    let server =
+        if registry == "index.docker.io" || registry == "docker.io" { "https://index.docker.io/v1/" } else { registry };
     match docker_credential::get_credential(server) {
         Ok(docker_credential::DockerCredential::UsernamePassword(user, password)) => {
             RegistryAuth::Basic(user, password)

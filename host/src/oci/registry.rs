@@ -23,7 +23,8 @@ pub const WASM_LAYER: &str = oci_wasm::WASM_LAYER_MEDIA_TYPE;
 
 /// The manifest types asked for (an OCI image manifest; Docker's v2 for
 /// registries that answer with it).
-const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
+const MANIFEST_TYPES: &str =
+    "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
 
 /// How toolhost talks to registries: the bounds of an answer, which hosts
 /// take plain HTTP, and the credentials given on the command line.
@@ -108,7 +109,8 @@ impl Registry {
     /// `http` or `https` for `registry`: plain HTTP for loopback and for
     /// the hosts given as insecure (said on stderr, once per registry).
     fn scheme(&self, registry: &str) -> &'static str {
-        let plain = is_loopback(registry) || self.options.insecure.iter().any(|h| h == registry || h == host_of(registry));
+        let plain =
+            is_loopback(registry) || self.options.insecure.iter().any(|h| h == registry || h == host_of(registry));
         if !plain {
             return "https";
         }
@@ -148,7 +150,10 @@ impl Registry {
             (Some(token), _) => Some(format!("Bearer {token}")),
             (None, RegistryAuth::Basic(user, password)) => {
                 use base64::Engine as _;
-                Some(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))))
+                Some(format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+                ))
             }
             _ => None,
         };
@@ -195,11 +200,8 @@ impl Registry {
             {
                 bail!("registry {registry} offered {what} of {len} bytes, more than the {max} allowed");
             }
-            let claimed = response
-                .headers()
-                .get("docker-content-digest")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
+            let claimed =
+                response.headers().get("docker-content-digest").and_then(|v| v.to_str().ok()).map(str::to_string);
             let mut body = Vec::new();
             while let Some(chunk) = response.chunk().await.with_context(|| format!("reading {what} from {registry}"))? {
                 if body.len() as u64 + chunk.len() as u64 > max {
@@ -220,8 +222,9 @@ impl Registry {
     pub async fn manifest(&self, reference: &Reference) -> Result<Option<Manifest>> {
         let name = reference.digest().or(reference.tag()).unwrap_or("latest").to_string();
         let what = format!("the manifest of {reference}");
-        let Some((bytes, claimed)) =
-            self.get(reference, &format!("manifests/{name}"), MANIFEST_TYPES, self.options.max_manifest_bytes, &what).await?
+        let Some((bytes, claimed)) = self
+            .get(reference, &format!("manifests/{name}"), MANIFEST_TYPES, self.options.max_manifest_bytes, &what)
+            .await?
         else {
             return Ok(None);
         };
@@ -308,7 +311,8 @@ impl Registry {
         let auth = self.auth(&registry);
         let layers = vec![layer];
         let manifest = OciImageManifest::build(&layers, &config, None);
-        self.bounded_push(&registry, self.oci(&registry).push(reference, &layers, config, &auth, Some(manifest))).await?;
+        self.bounded_push(&registry, self.oci(&registry).push(reference, &layers, config, &auth, Some(manifest)))
+            .await?;
         self.pushed_digest(reference).await
     }
 
@@ -355,7 +359,9 @@ pub fn sha256_digest(bytes: &[u8]) -> String {
 /// becomes a URL path and a file name).
 pub fn check_digest_syntax(digest: &str) -> Result<&str> {
     match digest.strip_prefix("sha256:") {
-        Some(hex) if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) => Ok(hex),
+        Some(hex) if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) => {
+            Ok(hex)
+        }
         _ => bail!("'{digest}' is not a sha256 digest (sha256: and 64 lowercase hex digits)"),
     }
 }
@@ -380,7 +386,9 @@ fn unreachable_or(registry: &str, e: anyhow::Error) -> anyhow::Error {
     let text = format!("{e:#}");
     let lower = text.to_lowercase();
     if ["connect", "refused", "dns", "resolve", "unreachable", "timed out"].iter().any(|w| lower.contains(w)) {
-        anyhow!("registry {registry} is unreachable ({text}); check that it runs and the address, or work offline from the cache with a locked digest")
+        anyhow!(
+            "registry {registry} is unreachable ({text}); check that it runs and the address, or work offline from the cache with a locked digest"
+        )
     } else {
         e
     }

@@ -88,7 +88,7 @@ impl Resolver {
             );
         }
         match reference.digest() {
-            Some(digest) => self.fetch(entry, &reference, &digest.to_string(), None, None).await,
+            Some(digest) => self.fetch(entry, &reference, digest, None, None).await,
             None => self.follow_tag(entry).await,
         }
     }
@@ -99,7 +99,7 @@ impl Resolver {
     pub async fn follow_tag(&self, entry: &str) -> Result<Resolved> {
         let reference = parse(entry)?;
         if let Some(digest) = reference.digest() {
-            return self.fetch(entry, &reference, &digest.to_string(), None, None).await;
+            return self.fetch(entry, &reference, digest, None, None).await;
         }
         let manifest = self
             .registry
@@ -134,7 +134,9 @@ impl Resolver {
                     .manifest(reference)
                     .await
                     .with_context(|| format!("pulling {entry} ({digest}); it is not in the cache"))?
-                    .ok_or_else(|| anyhow!("{entry}: registry {} has no manifest {digest}", reference.resolve_registry()))?;
+                    .ok_or_else(|| {
+                        anyhow!("{entry}: registry {} has no manifest {digest}", reference.resolve_registry())
+                    })?;
                 (m.bytes, true)
             }
         };
@@ -142,7 +144,9 @@ impl Resolver {
         if let Some(pinned) = sha256
             && layer.trim_start_matches("sha256:") != pinned
         {
-            bail!("{entry} is refused: its manifest {digest} holds the component {layer}, not the sha256:{pinned} the lock pins");
+            bail!(
+                "{entry} is refused: its manifest {digest} holds the component {layer}, not the sha256:{pinned} the lock pins"
+            );
         }
         let signed_by = self.signature(entry, reference, digest, fresh).await?;
         let what = format!("the component of {entry}");
@@ -183,9 +187,10 @@ impl Resolver {
         {
             return Ok(Some(signer));
         }
-        let verdict = self.remote_verdict(reference, digest).await.with_context(|| {
-            format!("checking the signature of {entry} ({digest})")
-        })?;
+        let verdict = self
+            .remote_verdict(reference, digest)
+            .await
+            .with_context(|| format!("checking the signature of {entry} ({digest})"))?;
         let signer = judge(&verdict, self.require_signature, entry)?;
         if let Some(signer) = &signer {
             self.store.put_signer(digest, signer)?;
@@ -197,17 +202,24 @@ impl Resolver {
     /// repository, judged against the trusted keys.
     async fn remote_verdict(&self, reference: &Reference, digest: &str) -> Result<Verdict> {
         let tag = signature::signature_tag(digest);
-        let sig_ref =
-            Reference::with_tag(reference.registry().to_string(), reference.repository().to_string(), tag);
+        let sig_ref = Reference::with_tag(reference.registry().to_string(), reference.repository().to_string(), tag);
         let Some(manifest) = self.registry.manifest(&sig_ref).await? else { return Ok(Verdict::Unsigned) };
         let mut seen = false;
-        for layer in manifest.parsed.layers.iter().filter(|l| l.media_type == signature::SIMPLESIGNING).take(signature::MAX_SIGNATURES) {
+        for layer in manifest
+            .parsed
+            .layers
+            .iter()
+            .filter(|l| l.media_type == signature::SIMPLESIGNING)
+            .take(signature::MAX_SIGNATURES)
+        {
             let Some(sig) = layer.annotations.as_ref().and_then(|a| a.get(signature::SIGNATURE_ANNOTATION)) else {
                 continue;
             };
             seen = true;
-            let payload =
-                self.registry.blob(&sig_ref, &layer.digest, signature::MAX_PAYLOAD_BYTES, "a signature payload").await?;
+            let payload = self
+                .registry
+                .blob(&sig_ref, &layer.digest, signature::MAX_PAYLOAD_BYTES, "a signature payload")
+                .await?;
             if !signature::payload_names(&payload, digest) {
                 continue;
             }
@@ -247,8 +259,8 @@ pub fn parse(entry: &str) -> Result<Reference> {
 /// The digest of the one wasm layer of the manifest `bytes`; an error
 /// naming what is wrong for any other layout, or a layer over `max` bytes.
 fn wasm_layer(entry: &str, bytes: &[u8], max: u64) -> Result<String> {
-    let manifest: oci_client::manifest::OciImageManifest = serde_json::from_slice(bytes)
-        .with_context(|| format!("{entry}: the manifest is not an OCI image manifest"))?;
+    let manifest: oci_client::manifest::OciImageManifest =
+        serde_json::from_slice(bytes).with_context(|| format!("{entry}: the manifest is not an OCI image manifest"))?;
     let wasm: Vec<_> = manifest.layers.iter().filter(|l| l.media_type == WASM_LAYER).collect();
     let [layer] = wasm.as_slice() else {
         bail!(
@@ -257,7 +269,10 @@ fn wasm_layer(entry: &str, bytes: &[u8], max: u64) -> Result<String> {
         );
     };
     if layer.size < 0 || layer.size as u64 > max {
-        bail!("{entry}: its component is {} bytes, more than [limits] max_component_bytes ({max}); refused", layer.size);
+        bail!(
+            "{entry}: its component is {} bytes, more than [limits] max_component_bytes ({max}); refused",
+            layer.size
+        );
     }
     check_digest_syntax(&layer.digest)?;
     Ok(layer.digest.clone())
