@@ -585,30 +585,6 @@ async fn a_watched_tag_that_moves_is_swapped_in_or_held_back_by_the_capability_r
     assert!(reply.text().contains("v1") && !reply.text().contains("v2"), "{}", reply.text());
 }
 
-/// The Python of `target/oras-venv`, a virtual environment with the ORAS
-/// Python SDK (`oras` 0.2.43), made with pip the first time; `None` (skip)
-/// when Python, venv or PyPI is missing, except under `CI=true`.
-fn oras_python() -> Option<PathBuf> {
-    let venv = toolhost_e2e::root().join("target/oras-venv");
-    let python = venv.join("bin/python");
-    let ready = venv.join(".oras-0.2.43");
-    if ready.exists() {
-        return Some(python);
-    }
-    let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().is_ok_and(|s| s.success())
-        && Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "oras==0.2.43"])
-            .status()
-            .is_ok_and(|s| s.success());
-    if made {
-        std::fs::write(&ready, "").unwrap();
-        return Some(python);
-    }
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "could not make {} with oras==0.2.43", venv.display());
-    eprintln!("skipped: no Python venv with oras==0.2.43");
-    None
-}
-
 /// Runs the ORAS SDK: `push FILE REF` (as `oras push REF FILE:application/wasm`)
 /// or `pull REF DIR`.
 fn oras(python: &Path, args: &[&str]) -> String {
@@ -631,7 +607,7 @@ else:
 #[test]
 fn an_artifact_pushed_by_oras_is_read_by_toolhost_and_ours_by_oras() {
     let Some(registry) = registry() else { return };
-    let Some(python) = oras_python() else { return };
+    let Some(python) = toolhost_e2e::python_venv("oras-venv", "oras", "0.2.43") else { return };
     let env = Env::new();
     let file = env.scratch.outside("swap.wasm");
     std::fs::copy(guest("swap-v1"), &file).unwrap();
