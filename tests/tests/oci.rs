@@ -626,3 +626,66 @@ fn an_artifact_pushed_by_oras_is_read_by_toolhost_and_ours_by_oras() {
     let pulled = pulled.lines().next().expect("ORAS pulled a file");
     assert_eq!(sha256_of(Path::new(pulled)), sha256_of(&guest("swap-v1")));
 }
+
+/// A registry that answers `/v2/` at once and every other request with
+/// headers, then one byte every 100 ms (at most 20 s, until the reader
+/// goes): an answer that never finishes in reasonable time.
+fn dripping_registry() -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(16) {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut request = Vec::new();
+                let mut byte = [0u8; 1];
+                while !request.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                    request.push(byte[0]);
+                }
+                if request.starts_with(b"GET /v2/ ") {
+                    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
+                    return;
+                }
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nContent-Length: 1000\r\n\r\n";
+                if stream.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                for _ in 0..200 {
+                    std::thread::sleep(Duration::from_millis(100));
+                    if stream.write_all(b" ").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Each registry answer has a total time limit, body included: a registry
+/// that sends a byte now and then (so no read ever times out) is given up
+/// on, naming the limit.
+#[test]
+fn a_registry_answer_that_never_finishes_is_given_up_on_at_the_time_limit() {
+    let Some(_) = registry() else { return };
+    let env = Env::new();
+    let addr = dripping_registry();
+    env.settings("[registry]\ntimeout_ms = 1500\n");
+    let start = std::time::Instant::now();
+    let refused = env.fails(&["pull", &format!("{addr}/ns/slow:1")]);
+    assert!(refused.contains("did not finish answering") && refused.contains("1.5s"), "{refused}");
+    assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
+}
+
+/// A manifest larger than `[registry] max_manifest_bytes` is refused.
+#[test]
+fn a_manifest_larger_than_its_bound_is_refused() {
+    let Some(registry) = registry() else { return };
+    let env = Env::new();
+    let reference = format!("{}:1", repo(&registry, "big-manifest"));
+    env.push("swap-v1", &reference);
+    env.settings("[registry]\nmax_manifest_bytes = 100\n");
+    let refused = env.fails(&["pull", &reference]);
+    assert!(refused.contains("more than the 100 allowed") || refused.contains("more than 100 bytes"), "{refused}");
+}

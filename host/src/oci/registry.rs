@@ -80,8 +80,9 @@ pub struct Registry {
 impl Registry {
     /// A client with `options`.
     pub fn new(options: RegistryOptions) -> Result<Self> {
+        // The total limit of an answer is `get`'s (one timeout around the
+        // request and its whole body, which names what took too long).
         let http = reqwest::Client::builder()
-            .timeout(options.timeout)
             .connect_timeout(options.timeout)
             .redirect(reqwest::redirect::Policy::limited(5))
             .build()
