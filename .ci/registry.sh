@@ -5,7 +5,7 @@
 #   source .ci/registry.sh        # set up (idempotent), exports the variables below
 #   .ci/registry.sh stop          # stop the registries this script started
 #
-# Installs docker-registry, apache2-utils (htpasswd) and skopeo when missing,
+# Installs docker-registry, apache2-utils (htpasswd), skopeo, curl and openssl when missing,
 # then starts two registries under one scratch folder:
 #   TOOLHOST_REGISTRY            host:port of one without authentication
 #   TOOLHOST_REGISTRY_STORAGE    its storage folder (the tests tamper with it)
@@ -66,10 +66,13 @@ _thr_start() {
 
 _thr_setup() {
     if ! command -v docker-registry >/dev/null 2>&1 || ! command -v htpasswd >/dev/null 2>&1 \
-        || ! command -v skopeo >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
+        || ! command -v skopeo >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 \
+        || ! command -v openssl >/dev/null 2>&1; then
+        # skopeo reads manifests as the registry stores them, curl uploads
+        # hand-made ones, openssl makes the tests' signing keys.
         (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            docker-registry apache2-utils skopeo curl) >/dev/null \
-            || { _thr_fail "could not install docker-registry, apache2-utils, skopeo and curl"; return 1; }
+            docker-registry apache2-utils skopeo curl openssl) >/dev/null \
+            || { _thr_fail "could not install docker-registry, apache2-utils, skopeo, curl and openssl"; return 1; }
     fi
     mkdir -p "$TOOLHOST_REGISTRY_DIR"
     export TOOLHOST_REGISTRY_USER=toolhost TOOLHOST_REGISTRY_PASSWORD=registry-secret
