@@ -116,6 +116,9 @@ pub struct Global {
     /// The image of the Docker backend's container (it must exist on the engine; never pulled) [default: [backend.docker] image]
     #[arg(long, global = true, value_name = "IMAGE")]
     pub docker_image: Option<String>,
+    /// Speak plain HTTP (no TLS) to this registry host[:port] (repeatable; loopback registries always are) [default: [registry] insecure]
+    #[arg(long, global = true, value_name = "HOST")]
+    pub insecure_registry: Vec<String>,
     /// More log output on stderr (-v info, -vv debug)
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -187,6 +190,7 @@ impl Global {
         if let Some(bytes) = self.cache_max_bytes {
             s.cache_max_bytes = Some(bytes);
         }
+        s.registry.insecure.extend(self.insecure_registry.iter().cloned());
         if let Some(file) = &self.lock_file {
             s.lock_file = Some(if file.is_absolute() { file.clone() } else { cwd.join(file) });
         }
@@ -294,6 +298,12 @@ pub enum Command {
     /// Pin every configured plugin and middleware in toolhost.lock (beside the settings file):
     /// name, file, SHA-256 and the capabilities it declares, which approves them for reloads
     Lock(LockArgs),
+    /// Push a component to an OCI registry (REF: host[:port]/name:tag), in the wasm layout wkg writes
+    Push(PushArgs),
+    /// Pull a component from an OCI registry (by tag or @sha256:digest), its digest (and, with [trust], its signature) checked
+    Pull(PullArgs),
+    /// Sign a component file (writes FILE.sig) or a pushed reference (pushes a cosign signature) with a P-256 key
+    Sign(SignArgs),
     /// Show what each running `serve --watch` has loaded: file, SHA-256, grants, last reload error
     Status(StatusArgs),
     /// Print (or write to a folder) the WIT package this toolhost speaks, to build plugins against
@@ -402,7 +412,53 @@ pub struct ReplayArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct LockArgs {}
+pub struct LockArgs {
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// Credentials for a registry (else the Docker configuration's: config file and credential helpers).
+#[derive(Args, Debug, Default)]
+pub struct RegistryArgs {
+    /// User name for the registry (with --password-stdin)
+    #[arg(long, value_name = "NAME", requires = "password_stdin")]
+    pub username: Option<String>,
+    /// Read the registry password (or token) from the first line of standard input
+    #[arg(long)]
+    pub password_stdin: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct PushArgs {
+    /// The component file
+    pub file: PathBuf,
+    /// Where to push it: host[:port]/name:tag (an oci:// prefix is allowed)
+    pub reference: String,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct PullArgs {
+    /// What to pull: host[:port]/name:tag or host[:port]/name@sha256:… (an oci:// prefix is allowed)
+    pub reference: String,
+    /// Also write the component to this file
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct SignArgs {
+    /// A component file, or a pushed reference (host[:port]/name:tag or @sha256:…; oci:// allowed)
+    pub target: String,
+    /// The private key (PEM P-256, PKCS#8 or SEC1)
+    #[arg(long, value_name = "KEY")]
+    pub key: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {

@@ -17,6 +17,7 @@ mod list;
 mod lock;
 mod out;
 mod prompt;
+mod registry;
 mod run;
 mod serve;
 mod shown;
@@ -74,6 +75,9 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Inspect(a) => inspect::inspect(&cli.global, a).await,
         Command::Serve(a) => serve::serve(&cli.global, *a).await,
         Command::Lock(a) => lock::lock(&cli.global, a).await,
+        Command::Push(a) => registry::push(&cli.global, a).await,
+        Command::Pull(a) => registry::pull(&cli.global, a).await,
+        Command::Sign(a) => registry::sign(&cli.global, a).await,
         Command::Status(a) => status::status(&cli.global, a),
         Command::Wit(a) => wit::wit(a),
         Command::New(a) => guest::new::new(a),

@@ -33,5 +33,6 @@ pub mod own_file;
 pub mod path;
 pub mod permission;
 pub mod protected;
+pub mod registry;
 pub mod settings;
 pub mod utc;

@@ -64,6 +64,19 @@ pub struct LockedPlugin {
     /// Reserved for a detached signature over `sha256`; not checked yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// The registry reference it was pulled from, as written in `plugins`
+    /// (`oci://host/ns/tool:tag`); `file` is then its copy in the content
+    /// store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// The manifest digest the reference resolved to when locked
+    /// (`sha256:…`): a locked reference is pulled by it, never by its tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// The trusted public key (its file, as `[trust] keys` names it) whose
+    /// signature it carried when locked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
 }
 
 impl LockFile {
@@ -109,6 +122,12 @@ impl LockFile {
         self.plugins.iter().find(|p| p.sha256 == sha256)
     }
 
+    /// The entry of the registry reference `reference` (as written in
+    /// `plugins`, `oci://…`), if any.
+    pub fn by_reference(&self, reference: &str) -> Option<&LockedPlugin> {
+        self.plugins.iter().find(|p| p.reference.as_deref() == Some(reference))
+    }
+
     /// The declaration locked for the tool `name` (the newest entry of
     /// that name), if any.
     pub fn declared(&self, name: &str) -> Option<&Declared> {
@@ -143,6 +162,9 @@ mod tests {
                 sha256: sha256_hex(b"x"),
                 declared: Declared { fs_read: vec!["$WORKDIRS".into()], ..Declared::default() },
                 signature: None,
+                reference: None,
+                digest: None,
+                signed_by: None,
             }],
         };
         lock.save(&path).unwrap();

@@ -144,7 +144,8 @@ pub struct Settings {
     pub permissions: PermissionSettings,
     /// Extra read-only roots given to the built-in tools.
     pub read_roots: Vec<PathBuf>,
-    /// Plugin files to load.
+    /// Plugin files to load, and registry references (`oci://host/ns/tool:tag`,
+    /// `oci://host/ns/tool@sha256:…`; see [`crate::registry`]).
     pub plugins: Vec<PathBuf>,
     /// Directories whose `.wasm` files are loaded as plugins.
     pub plugin_dirs: Vec<PathBuf>,
@@ -188,6 +189,10 @@ pub struct Settings {
     pub mcp_servers: BTreeMap<String, McpServerSettings>,
     /// The audit log (`[audit]`): one JSON line per call.
     pub audit: crate::audit::AuditSettings,
+    /// OCI registries (`[registry]`): polling, plain-HTTP hosts, bounds.
+    pub registry: crate::registry::RegistrySettings,
+    /// Signatures (`[trust]`): trusted keys, and whether one is required.
+    pub trust: crate::registry::TrustSettings,
 }
 
 /// One `[mcp_servers.NAME]` table: an MCP server whose tools become
@@ -422,6 +427,8 @@ impl Default for Settings {
             skills: SkillSettings::default(),
             mcp_servers: BTreeMap::new(),
             audit: Default::default(),
+            registry: Default::default(),
+            trust: Default::default(),
         }
     }
 }
@@ -489,7 +496,7 @@ impl Settings {
 
     fn resolve_relative(&mut self, base: &Path) {
         let fix = |p: &mut PathBuf| {
-            if p.is_relative() {
+            if p.is_relative() && crate::registry::oci_reference(p).is_none() {
                 *p = base.join(&*p);
             }
         };
@@ -498,6 +505,7 @@ impl Settings {
         self.read_roots.iter_mut().for_each(fix);
         self.skills.dirs.iter_mut().for_each(fix);
         self.middleware.resolve_relative(base);
+        self.trust.resolve_relative(base);
         if let Some(p) = self.cache_dir.as_mut() {
             fix(p);
         }
@@ -525,10 +533,12 @@ impl Settings {
         }
     }
 
-    /// Every plugin file these settings load: `plugins`, then each plugin
-    /// folder's `.wasm` files sorted by name.
+    /// Every plugin file these settings load: `plugins` (registry
+    /// references left out), then each plugin folder's `.wasm` files sorted
+    /// by name.
     pub fn plugin_files(&self) -> Result<Vec<PathBuf>> {
-        let mut files = self.plugins.clone();
+        let mut files: Vec<PathBuf> =
+            self.plugins.iter().filter(|p| crate::registry::oci_reference(p).is_none()).cloned().collect();
         for dir in &self.plugin_dirs {
             files.extend(wasm_files(dir).with_context(|| format!("reading plugin directory {}", dir.display()))?);
         }

@@ -24,6 +24,7 @@ pub mod catalog;
 pub mod check_batch;
 pub mod events;
 pub mod execution;
+pub mod oci;
 pub mod response;
 pub mod runtime;
 pub mod state;
@@ -33,7 +34,7 @@ pub mod types;
 
 // The pure modules live in `toolhost-core` (no wasmtime; fuzzed on their
 // own); they keep their paths here.
-pub use toolhost_core::{escape, lockfile, own_file, permission, protected, settings, utc};
+pub use toolhost_core::{escape, lockfile, own_file, permission, protected, registry, settings, utc};
 
 /// What a tool is, and loading a component (the paths of earlier
 /// versions, kept for embedders).

@@ -230,7 +230,7 @@ impl ToolhostBuilder {
     /// A check that fails is an error here; a background load that fails
     /// is reported by [`Toolhost::ready`] and [`Toolhost::failed_loads`].
     pub async fn build(self) -> Result<Toolhost> {
-        let settings = self.settings;
+        let mut settings = self.settings;
         let working_dirs = settings.working_dirs()?;
         for dir in &working_dirs {
             if !dir.is_dir() {
@@ -269,6 +269,11 @@ impl ToolhostBuilder {
         let writable_roots = settings.tool_writable_roots(&home);
         let lock_path = settings.lock_path(self.settings_path.as_deref());
         let lock = pinned::read_lock(&lock_path, settings.locked)?;
+        // `oci://` plugins: pulled (or found in the content store) and
+        // verified before anything of them is compiled; each entry becomes
+        // its stored component file.
+        let oci_entries = crate::oci::resolve::references(&settings);
+        crate::oci::resolve_plugins(&mut settings, lock.as_deref()).await?;
         let groups = Arc::new(ToolGroups::from_settings(&settings.groups).map_err(anyhow::Error::msg)?);
         // Malformed skill folders are skipped, not fatal: front ends show
         // `skill_problems`.
@@ -311,6 +316,7 @@ impl ToolhostBuilder {
                 loads: Default::default(),
                 background_from: self.background_from.unwrap_or(BACKGROUND_LOAD_BYTES),
                 optimise_builtins: self.optimise_builtins.unwrap_or(true),
+                oci_entries,
             }),
         };
         // Before any plugin, so none can take a meta tool's name.
@@ -386,6 +392,9 @@ struct Inner {
     /// Whether a built-in first used on baseline code is optimised in the
     /// background ([`ToolhostBuilder::optimise_builtins_in_background`]).
     optimise_builtins: bool,
+    /// The `oci://` entries of `plugins` as written (the settings hold
+    /// their links in the content store): `serve --watch` polls their tags.
+    oci_entries: Vec<String>,
 }
 
 /// The size from which a plugin file whose compiled code is not cached

@@ -43,6 +43,9 @@ const LAYERS: &[(&str, usize)] = &[
     ("runtime", 1),
     // settings: the settings file, over the types it configures.
     ("settings", 2),
+    ("registry", 2),
+    // plugins from OCI registries: over the settings, the lock and the store.
+    ("oci", 2),
     ("catalog", 3),
     ("execution", 4),
     ("toolhost", 5),
@@ -71,6 +74,7 @@ const CORE_LAYERS: &[(&str, usize)] = &[
     ("input_schema", 0),
     ("permission", 0),
     ("settings", 2),
+    ("registry", 2),
     ("check_batch", 6),
 ];
 

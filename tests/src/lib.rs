@@ -334,32 +334,36 @@ pub fn text(out: &Output) -> (String, String) {
 /// is missing, except under `CI=true`, where that fails the test.
 pub fn mcp_python() -> Option<&'static Path> {
     static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PYTHON
-        .get_or_init(|| {
-            let venv = root().join("target/mcp-venv");
-            let python = venv.join("bin/python");
-            let ready = venv.join(".mcp-2.3.0");
-            if ready.exists() {
-                return Some(python);
-            }
-            let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().is_ok_and(|s| s.success())
-                && Command::new(&python)
-                    .args(["-m", "pip", "install", "--quiet", "mcp==2.3.0"])
-                    .status()
-                    .is_ok_and(|s| s.success());
-            if made {
-                std::fs::write(&ready, "").expect("marking the MCP venv ready");
-                return Some(python);
-            }
-            assert!(
-                std::env::var("CI").is_err(),
-                "could not create {} with the Python package mcp==2.3.0 (python3-venv and pip, and PyPI, are needed)",
-                venv.display()
-            );
-            eprintln!("skipped: no Python venv with mcp==2.3.0 (python3 -m venv, pip and PyPI are needed)");
-            None
-        })
-        .as_deref()
+    PYTHON.get_or_init(|| python_venv("mcp-venv", "mcp", "2.3.0")).as_deref()
+}
+
+/// The Python of `target/<venv>`, a virtual environment with `package`
+/// `version` installed by pip the first time. `None` (the test skips) when
+/// Python, venv or PyPI is missing, except under `CI=true`, where that
+/// fails the test.
+pub fn python_venv(venv: &str, package: &str, version: &str) -> Option<PathBuf> {
+    let venv = root().join("target").join(venv);
+    let python = venv.join("bin/python");
+    let ready = venv.join(format!(".{package}-{version}"));
+    if ready.exists() {
+        return Some(python);
+    }
+    let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().is_ok_and(|s| s.success())
+        && Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", &format!("{package}=={version}")])
+            .status()
+            .is_ok_and(|s| s.success());
+    if made {
+        std::fs::write(&ready, "").expect("marking the venv ready");
+        return Some(python);
+    }
+    assert!(
+        std::env::var("CI").is_err(),
+        "could not create {} with the Python package {package}=={version} (python3-venv and pip, and PyPI, are needed)",
+        venv.display()
+    );
+    eprintln!("skipped: no Python venv with {package}=={version} (python3 -m venv, pip and PyPI are needed)");
+    None
 }
 
 /// Waits until `done` says so, checking every 50 ms; fails the test naming

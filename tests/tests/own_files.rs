@@ -465,6 +465,9 @@ async fn linked_plugin_attack(hard: bool) {
         sha256: sha256_hex(&good),
         declared: Declared { fs_write: vec!["/".into()], ..Declared::default() },
         signature: None,
+        reference: None,
+        digest: None,
+        signed_by: None,
     };
     LockFile { version: LOCK_VERSION, plugins: vec![pin] }.save(&lock).unwrap();
     let host = scratch.host(settings.clone()).await;

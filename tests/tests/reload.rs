@@ -300,6 +300,9 @@ fn lock_pinning_v1(path: &std::path::Path) {
         sha256: sha256("swap-v1"),
         declared: Declared::default(),
         signature: None,
+        reference: None,
+        digest: None,
+        signed_by: None,
     };
     LockFile { version: LOCK_VERSION, plugins: vec![swap] }.save(path).unwrap();
 }

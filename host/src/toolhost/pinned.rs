@@ -28,6 +28,9 @@ use anyhow::{Context as _, Result, bail};
 
 use super::Toolhost;
 use crate::lockfile::{LockFile, sha256_hex};
+use crate::oci::resolve::judge;
+use crate::oci::signature;
+use crate::oci::store::Store;
 use crate::own_file::OwnFile;
 use crate::sync::RwLockExt;
 
@@ -77,6 +80,7 @@ impl Toolhost {
     /// when this host is locked or the file lies where tools write (see
     /// the module docs). `own` is what [`Toolhost::read_component`] read.
     pub(crate) fn check_component(&self, file: &Path, own: &OwnFile, label: &str) -> Result<()> {
+        self.check_signature(file, &own.bytes, label)?;
         if self.settings().locked {
             return self.check_pinned(&own.bytes, label);
         }
@@ -93,6 +97,20 @@ impl Toolhost {
              component outside the working directories",
             self.inner.lock_path.display()
         )
+    }
+
+    /// With `[trust] require_signature`, refuses the bytes read from `file`
+    /// unless its detached signature beside it (`FILE.sig`, cosign
+    /// `sign-blob` format) is valid by a key of `[trust] keys`. A component
+    /// of the content store was verified when it was pulled.
+    pub(crate) fn check_signature(&self, file: &Path, bytes: &[u8], label: &str) -> Result<()> {
+        let trust = &self.settings().trust;
+        if !trust.require_signature || file.starts_with(Store::new(&self.settings().cache_dir()).root()) {
+            return Ok(());
+        }
+        let keys = signature::trusted_keys(&trust.keys)?;
+        let verdict = signature::verify_file(&keys, file, bytes)?;
+        judge(&verdict, true, label).map(drop)
     }
 
     /// With `locked`, refuses `bytes` unless their SHA-256 is pinned.

@@ -47,6 +47,8 @@ impl Default for WatchOptions {
 pub struct Watcher {
     _debouncer: notify_debouncer_full::Debouncer<notify::RecommendedWatcher, notify_debouncer_full::NoCache>,
     task: tokio::task::JoinHandle<()>,
+    /// Polls the tags of `oci://` plugins (`None`: there are none).
+    poll: Option<tokio::task::JoinHandle<()>>,
     status: Arc<Mutex<Vec<FileStatus>>>,
     passes: watch::Receiver<u64>,
     errors: broadcast::Sender<FileStatus>,
@@ -75,6 +77,9 @@ impl Watcher {
 impl Drop for Watcher {
     fn drop(&mut self) {
         self.task.abort();
+        if let Some(poll) = &self.poll {
+            poll.abort();
+        }
     }
 }
 
@@ -157,7 +162,14 @@ impl Toolhost {
                 }
             }
         });
-        Ok(Watcher { _debouncer: debouncer, task, status, passes, errors })
+        // A tag of an `oci://` plugin that moves is pulled beside the
+        // running version and its link repointed: the pass above reloads it.
+        let poll = (!self.inner.oci_entries.is_empty()).then(|| {
+            let host = self.clone();
+            let skip = move |entry: &str| host.lock_file().is_some_and(|lock| lock.by_reference(entry).is_some());
+            tokio::spawn(crate::oci::poll_tags(self.settings().clone(), self.inner.oci_entries.clone(), skip))
+        });
+        Ok(Watcher { _debouncer: debouncer, task, poll, status, passes, errors })
     }
 }
 
