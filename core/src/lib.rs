@@ -34,4 +34,5 @@ pub mod path;
 pub mod permission;
 pub mod protected;
 pub mod settings;
+pub mod telemetry;
 pub mod utc;

@@ -188,6 +188,8 @@ pub struct Settings {
     pub mcp_servers: BTreeMap<String, McpServerSettings>,
     /// The audit log (`[audit]`): one JSON line per call.
     pub audit: crate::audit::AuditSettings,
+    /// Traces and metrics (`[telemetry]`).
+    pub telemetry: crate::telemetry::TelemetrySettings,
 }
 
 /// One `[mcp_servers.NAME]` table: an MCP server whose tools become
@@ -422,6 +424,7 @@ impl Default for Settings {
             skills: SkillSettings::default(),
             mcp_servers: BTreeMap::new(),
             audit: Default::default(),
+            telemetry: Default::default(),
         }
     }
 }
@@ -466,6 +469,7 @@ impl Settings {
     pub fn parse(text: &str, base: &Path) -> Result<Self> {
         let mut settings: Settings = toml::from_str(text)?;
         settings.audit.validate().map_err(anyhow::Error::msg)?;
+        settings.telemetry.validate().map_err(anyhow::Error::msg)?;
         settings.resolve_relative(base);
         Ok(settings)
     }

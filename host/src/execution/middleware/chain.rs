@@ -4,6 +4,7 @@
 //! blamed on the layer responsible ([`super::failure`]).
 
 use crate::sync::MutexExt;
+use crate::telemetry::trace;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -169,7 +170,8 @@ impl Chain {
         let phase = self.recheck(position, value, &input).await?;
         let (tx, rx) = oneshot::channel();
         let chain = self.clone();
-        let task = tokio::spawn(async move {
+        let trace_scope = trace::current();
+        let task = tokio::spawn(trace::within(trace_scope, async move {
             let outcome = match chain.run_layer(position, input, output, phase).await {
                 Ok(outcome) => outcome,
                 Err(failure) => {
@@ -182,7 +184,7 @@ impl Chain {
             // middleware hears of it, so it may start the next at once.
             drop(slot);
             let _ = tx.send(outcome);
-        });
+        }));
         self.tasks.lock_unpoisoned().push(task);
         Ok(rx)
     }
@@ -253,14 +255,25 @@ impl Chain {
         phase: Phase,
     ) -> LayerResult {
         let Some(layer) = self.layers.get(position) else {
-            return self.run_tool(input, output, phase).await;
+            let mut span = trace::child(|| "call");
+            let result = trace::inside(&span, self.run_tool(input, output, phase)).await;
+            failed(&mut span, &result);
+            return result;
         };
         let waiting = Arc::new(AtomicBool::new(false));
         let link = Arc::new(Link { chain: self.clone(), position: position + 1, waiting: waiting.clone() });
-        match layer {
-            Layer::Component(mw) => self.run_component(mw, link, input, output, self.middleware_phase(phase)).await,
-            Layer::Native(mw) => self.run_native(mw.as_ref(), link, input, output).await,
-        }
+        let mut span = trace::child(|| format!("middleware {}", layer.name()));
+        let run = async {
+            match layer {
+                Layer::Component(mw) => {
+                    self.run_component(mw, link, input, output, self.middleware_phase(phase)).await
+                }
+                Layer::Native(mw) => self.run_native(mw.as_ref(), link, input, output).await,
+            }
+        };
+        let result = trace::inside(&span, run).await;
+        failed(&mut span, &result);
+        result
     }
 
     async fn run_tool(&self, input: String, output: mpsc::Sender<Chunk>, phase: Phase) -> LayerResult {
@@ -482,5 +495,12 @@ fn wit_metadata(info: &ToolInfo) -> types::ToolMetadata {
             process_exec: info.capabilities.process_exec,
             network: info.capabilities.network,
         },
+    }
+}
+
+/// Marks a step's span failed when its layer failed.
+fn failed(span: &mut Option<trace::Child>, result: &LayerResult) {
+    if let (Some(span), Err(failure)) = (span, result) {
+        span.fail(failure.failure.to_string());
     }
 }
