@@ -80,7 +80,8 @@ fn an_mcp_call_continues_the_agents_trace_with_its_steps_and_no_input() {
     let receiver = Receiver::start();
     let server = serve(&scratch, &telemetry_toml(&receiver, ""), &["--allow", "Bash"]);
     let traceparent = format!("00-{TRACE_ID}-{AGENT_SPAN}-01");
-    let args = json!({"command": format!("echo {SECRET}")});
+    // Writes a file: not read-only, so the allow rule decides.
+    let args = json!({"command": format!("echo {SECRET} > said.txt")});
     let result = modern_call(&server.addr(), "Bash", args, json!({"traceparent": traceparent}), &[]);
     assert_eq!(result["isError"], false, "{result}");
 
@@ -101,8 +102,7 @@ fn an_mcp_call_continues_the_agents_trace_with_its_steps_and_no_input() {
     }
     assert!(attr(&span, "gen_ai.tool.call.id").is_some_and(|id| !id.is_empty()));
     assert!(attr(&span, "toolhost.plugin.sha256").is_some_and(|h| h.len() == 64), "{span:?}");
-    let bytes: u64 = attr(&span, "toolhost.output.bytes").unwrap().parse().unwrap();
-    assert!(bytes > SECRET.len() as u64, "{bytes}");
+    assert!(attr(&span, "toolhost.output.bytes").is_some(), "{span:?}");
     // The steps: the decision instance, then the call instance, in which
     // the host spawned the command.
     assert_eq!(children(&trace, &span), ["call", "decide"]);
@@ -247,8 +247,7 @@ async fn an_upstream_mcp_call_is_a_span_whose_context_the_server_receives() {
     flush(&host).await;
 
     let (span, trace) = call_span(&receiver, "execute_tool mcp__up__traceparent");
-    let call_instance = one(&trace, "call");
-    assert_eq!(children(&trace, call_instance), ["mcp tools/call up"]);
+    assert_eq!(children(&trace, one(&trace, "call")), ["mcp tools/call up"]);
     let request = one(&trace, "mcp tools/call up");
     // The server got the request span's context in `_meta`.
     assert_eq!(received, format!("00-{}-{}-01", hex(&span.trace_id), hex(&request.span_id)), "{r:?}");
@@ -411,7 +410,7 @@ fn metrics_off_loopback_need_a_token() {
     assert_eq!(http_get(&addr, "/metrics", Some("wrong")).0, 401);
     let (status, body) = http_get(&addr, "/metrics", Some("s3cret"));
     assert_eq!(status, 200);
-    assert!(body.contains("# TYPE toolhost_calls_total counter"), "{body}");
+    assert!(body.contains("toolhost_instances_in_use 0"), "{body}");
 }
 
 /// Percent-encodes a query parameter.

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use opentelemetry::Context;
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter as _, SpanProcessor};
 use tokio::sync::{mpsc, oneshot};
@@ -57,10 +58,15 @@ pub(super) struct Exporter {
 }
 
 impl Exporter {
-    /// Builds the OTLP exporter `settings` and the environment ask for and
-    /// starts the task that feeds it.
-    pub(super) fn start(settings: &TelemetrySettings, metrics: Arc<Metrics>) -> Result<(Queue, Exporter)> {
-        let otlp = otlp_exporter(settings)?;
+    /// Builds the OTLP exporter `settings` and the environment ask for,
+    /// its spans describing `resource`, and starts the task that feeds it.
+    pub(super) fn start(
+        settings: &TelemetrySettings,
+        resource: &Resource,
+        metrics: Arc<Metrics>,
+    ) -> Result<(Queue, Exporter)> {
+        let mut otlp = otlp_exporter(settings)?;
+        otlp.set_resource(resource);
         let (spans, rx) = mpsc::channel(settings.queue);
         let (flush, flushes) = mpsc::channel(4);
         tokio::spawn(run(otlp, rx, flushes, metrics.clone()));

@@ -35,7 +35,7 @@ pub fn configured(settings: &TelemetrySettings) -> bool {
 
 /// The tracer of a host with traces, and the exporter behind it.
 pub struct Tracing {
-    provider: SdkTracerProvider,
+    /// Holds the provider (and so the exporter's queue) alive.
     tracer: SdkTracer,
     exporter: Exporter,
     record_input: bool,
@@ -46,7 +46,6 @@ impl Tracing {
     /// decide, exporting through a bounded queue whose drops are counted in
     /// `metrics`.
     pub(super) fn start(settings: &TelemetrySettings, metrics: Arc<Metrics>) -> Result<Self> {
-        let (processor, exporter) = Exporter::start(settings, metrics).context("starting the OTLP trace exporter")?;
         let mut resource = Resource::builder();
         match &settings.service_name {
             Some(name) => resource = resource.with_service_name(name.clone()),
@@ -55,13 +54,16 @@ impl Tracing {
             }
             None => {}
         }
+        let resource = resource.build();
+        let (processor, exporter) =
+            Exporter::start(settings, &resource, metrics).context("starting the OTLP trace exporter")?;
         let provider = SdkTracerProvider::builder()
             .with_span_processor(processor)
             .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(settings.sample_ratio))))
-            .with_resource(resource.build())
+            .with_resource(resource)
             .build();
         let tracer = provider.tracer("toolhost");
-        Ok(Tracing { provider, tracer, exporter, record_input: settings.record_input })
+        Ok(Tracing { tracer, exporter, record_input: settings.record_input })
     }
 
     /// Whether input and output are recorded (redacted) on call spans.
@@ -99,7 +101,6 @@ impl Tracing {
     /// Sends what is queued, waiting at most `limit`.
     pub(super) async fn flush(&self, limit: std::time::Duration) {
         self.exporter.flush(limit).await;
-        let _ = &self.provider;
     }
 }
 

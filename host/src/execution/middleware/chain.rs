@@ -116,7 +116,12 @@ pub(crate) async fn run_chain<H: ExecutionHost + Clone>(
     let layers = host.middleware().chain_for(&tool.info.name)?;
     if layers.is_empty() {
         drop(output);
-        return Ok(instance.call(&input_text).await?);
+        let mut span = trace::child(|| "call");
+        let result = trace::inside(&span, instance.call(&input_text)).await;
+        if let (Some(span), Err(_)) = (&mut span, &result) {
+            span.fail("the tool failed");
+        }
+        return Ok(result?);
     }
     let limits = host.limits();
     let deadline = Deadline::for_limits(&limits);
@@ -498,9 +503,13 @@ fn wit_metadata(info: &ToolInfo) -> types::ToolMetadata {
     }
 }
 
-/// Marks a step's span failed when its layer failed.
+/// Marks a step's span failed when its layer failed: with a fixed text,
+/// since a guest's failure message may repeat its input.
 fn failed(span: &mut Option<trace::Child>, result: &LayerResult) {
     if let (Some(span), Err(failure)) = (span, result) {
-        span.fail(failure.failure.to_string());
+        span.fail(match failure.failure {
+            CallFailure::Tool(_) => "the tool failed",
+            _ => "a middleware failed",
+        });
     }
 }
