@@ -70,7 +70,9 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
 
 /// `[telemetry] metrics_addr` as a socket address.
 fn parse_addr(text: &str) -> Result<std::net::SocketAddr> {
-    text.parse().map_err(|e| anyhow::anyhow!("[telemetry] metrics_addr = \"{text}\" is not an address like 127.0.0.1:9464: {e}"))
+    text.parse().map_err(|e| {
+        anyhow::anyhow!("[telemetry] metrics_addr = \"{text}\" is not an address like 127.0.0.1:9464: {e}")
+    })
 }
 
 /// Serves at once while plugins load in the background (clients are sent

@@ -66,7 +66,9 @@ impl TelemetrySettings {
             && protocol != "http/protobuf"
             && protocol != "grpc"
         {
-            return Err(format!("[telemetry] protocol = \"{protocol}\" is not known; give \"http/protobuf\" or \"grpc\""));
+            return Err(format!(
+                "[telemetry] protocol = \"{protocol}\" is not known; give \"http/protobuf\" or \"grpc\""
+            ));
         }
         if self.queue == 0 || self.queue > MAX_QUEUE {
             return Err(format!("[telemetry] queue = {} must be from 1 to {MAX_QUEUE} spans", self.queue));

@@ -50,7 +50,8 @@ fn scrape(host: &Toolhost, token: Option<&str>, headers: &HeaderMap) -> Response
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or_default();
         if !crate::http::same_token(sent.as_bytes(), token.as_bytes()) {
-            return (StatusCode::UNAUTHORIZED, "missing or wrong bearer token (Authorization: Bearer T)").into_response();
+            return (StatusCode::UNAUTHORIZED, "missing or wrong bearer token (Authorization: Bearer T)")
+                .into_response();
         }
     }
     match host.metrics_text() {

@@ -80,7 +80,10 @@ async fn main() {
     let mean = |s: &[Duration]| s.iter().map(|d| us(*d)).sum::<f64>() / s.len() as f64;
     let off_p50 = us(percentile(&mut samples[0], 0.50));
     let off_mean = mean(&samples[0]);
-    println!("{:<34} {:>9} {:>9} {:>9} {:>10} {:>11}", "trivial call (echo plugin)", "p50 µs", "p99 µs", "mean µs", "p50 /off", "mean /off");
+    println!(
+        "{:<34} {:>9} {:>9} {:>9} {:>10} {:>11}",
+        "trivial call (echo plugin)", "p50 µs", "p99 µs", "mean µs", "p50 /off", "mean /off"
+    );
     for ((name, _), samples) in hosts.iter().zip(&mut samples) {
         let p50 = us(percentile(samples, 0.50));
         let p99 = us(percentile(samples, 0.99));

@@ -115,7 +115,8 @@ fn an_mcp_call_continues_the_agents_trace_with_its_steps_and_no_input() {
     // The same context in HTTP headers (a client that puts it there).
     let other = "0af7651916cd43dd8448eb211c80319c";
     let header = format!("00-{other}-b7ad6b7169203331-01");
-    let result = modern_call(&server.addr(), "Bash", json!({"command": "true"}), json!({}), &[("traceparent", &header)]);
+    let result =
+        modern_call(&server.addr(), "Bash", json!({"command": "true"}), json!({}), &[("traceparent", &header)]);
     assert_eq!(result["isError"], false, "{result}");
     let spans = receiver.wait("the second call", |spans| spans.iter().any(|s| hex(&s.trace_id) == other));
     let second = one(&of_trace(&spans, &hex_bytes(other)), "execute_tool Bash").clone();
@@ -166,7 +167,14 @@ fn an_asked_call_answered_over_mcp_shows_the_ask_and_the_answer() {
     let file = scratch.work().join("asked.txt");
     let args = json!({"file_path": file.display().to_string(), "content": format!("{SECRET}\n")});
     let transport = server.transport(None);
-    let r = client(py, &scratch, &transport, "legacy", "elicit", json!({"tool": "Write", "args": args, "answer": "allow_once"}));
+    let r = client(
+        py,
+        &scratch,
+        &transport,
+        "legacy",
+        "elicit",
+        json!({"tool": "Write", "args": args, "answer": "allow_once"}),
+    );
     assert_eq!(r["is_error"], false, "{r}");
     assert!(matches!(transport, Transport::Http { .. }));
 
@@ -365,7 +373,8 @@ fn prometheus_scrapes_the_call_counter() {
     let addr = metrics_addr(&server);
     let calls = 7;
     for i in 0..calls {
-        let result = modern_call(&server.addr(), "Bash", json!({"command": format!("echo {SECRET} {i}")}), json!({}), &[]);
+        let result =
+            modern_call(&server.addr(), "Bash", json!({"command": format!("echo {SECRET} {i}")}), json!({}), &[]);
         assert_eq!(result["isError"], false, "{result}");
     }
     let (status, text) = http_get(&addr, "/metrics", None);

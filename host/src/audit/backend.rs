@@ -11,11 +11,11 @@ use async_trait::async_trait;
 
 use super::CallAudit;
 use super::record::HostOp;
-use crate::telemetry::trace;
 use crate::backend::{
     Backend, BackendError, DirEntry, ExecRequest, FileStat, FsScope, OsFamily, Process, SearchFile, SearchRequest,
     WalkOptions,
 };
+use crate::telemetry::trace;
 
 /// A backend that notes every operation in a call's audit and trace.
 pub struct RecordingBackend {

@@ -102,11 +102,15 @@ fn otlp_exporter(settings: &TelemetrySettings) -> Result<opentelemetry_otlp::Spa
             builder.build()?
         }
         "http/protobuf" => {
-            let mut builder = opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
+            let mut builder =
+                opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
             // As OTEL_EXPORTER_OTLP_ENDPOINT: the base, the signal's path added.
             if let Some(endpoint) = endpoint {
-                let url =
-                    if endpoint.ends_with("/v1/traces") { endpoint.to_owned() } else { format!("{endpoint}/v1/traces") };
+                let url = if endpoint.ends_with("/v1/traces") {
+                    endpoint.to_owned()
+                } else {
+                    format!("{endpoint}/v1/traces")
+                };
                 builder = builder.with_endpoint(url);
             }
             builder.build()?

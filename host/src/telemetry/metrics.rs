@@ -51,7 +51,8 @@ pub struct Metrics {
 }
 
 /// Latency buckets from 100 µs to 30 s.
-const BUCKETS: &[f64] = &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+const BUCKETS: &[f64] =
+    &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 
 impl Metrics {
     /// A registry with every family registered at zero.
@@ -78,7 +79,10 @@ impl Metrics {
             asks_pending: gauge("toolhost_asks_pending", "Permission asks waiting for an answer"),
             reloads: counter("toolhost_reloads_total", "Plugin files reloaded"),
             reload_failures: counter("toolhost_reload_failures_total", "Plugin reloads that failed"),
-            compile_cache_hits: counter("toolhost_compile_cache_hits_total", "Components loaded from the compile cache"),
+            compile_cache_hits: counter(
+                "toolhost_compile_cache_hits_total",
+                "Components loaded from the compile cache",
+            ),
             audit_written: counter("toolhost_audit_records_written_total", "Audit records written"),
             audit_dropped: counter("toolhost_audit_records_dropped_total", "Audit records dropped (queue full)"),
             upstream_restarts: counter(

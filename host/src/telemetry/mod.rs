@@ -22,8 +22,8 @@ use std::sync::Arc;
 use anyhow::Result;
 
 pub use metrics::Metrics;
-pub use trace::{CallTrace, Child, TraceParent, Tracing};
 pub use toolhost_core::telemetry::TelemetrySettings;
+pub use trace::{CallTrace, Child, TraceParent, Tracing};
 
 /// The label and span name part of a tool the host does not know.
 pub const UNKNOWN_TOOL: &str = "(unknown)";

@@ -76,11 +76,8 @@ impl Tracing {
     /// its trace context.
     pub fn call_span(&self, tool: &str, call_id: &str, parent: Option<&TraceParent>) -> CallTrace {
         let parent_cx = parent.map(TraceParent::context).unwrap_or_default();
-        let builder = self
-            .tracer
-            .span_builder(format!("execute_tool {tool}"))
-            .with_kind(SpanKind::Internal)
-            .with_attributes([
+        let builder =
+            self.tracer.span_builder(format!("execute_tool {tool}")).with_kind(SpanKind::Internal).with_attributes([
                 KeyValue::new("gen_ai.operation.name", "execute_tool"),
                 KeyValue::new("gen_ai.tool.name", tool.to_owned()),
                 KeyValue::new("gen_ai.tool.call.id", call_id.to_owned()),

@@ -80,7 +80,8 @@ impl Toolhost {
         let step = notes.decision.as_ref().map_or("none", |d| d.1.as_str());
         let metrics = telemetry.metrics();
         metrics.calls.with_label_values(&[tool.as_str(), outcome, step]).inc();
-        for (phase, time) in [("decision", notes.decision_time), ("queue_wait", notes.queue_wait), ("call", notes.call_time)]
+        for (phase, time) in
+            [("decision", notes.decision_time), ("queue_wait", notes.queue_wait), ("call", notes.call_time)]
         {
             if let Some(time) = time {
                 metrics.phase(&tool, phase, time);
@@ -96,7 +97,13 @@ impl Toolhost {
 }
 
 /// The attributes known once the call ended.
-fn complete_span(call: &CallTrace, notes: &Notes, mode: &'static str, outcome: &'static str, response: Option<&ToolResponse>) {
+fn complete_span(
+    call: &CallTrace,
+    notes: &Notes,
+    mode: &'static str,
+    outcome: &'static str,
+    response: Option<&ToolResponse>,
+) {
     call.set(KeyValue::new("toolhost.mode", mode));
     if let Some((behavior, step, rule)) = &notes.decision {
         call.set(KeyValue::new("toolhost.decision.behavior", behavior.as_str()));

@@ -270,9 +270,7 @@ impl Chain {
         let mut span = trace::child(|| format!("middleware {}", layer.name()));
         let run = async {
             match layer {
-                Layer::Component(mw) => {
-                    self.run_component(mw, link, input, output, self.middleware_phase(phase)).await
-                }
+                Layer::Component(mw) => self.run_component(mw, link, input, output, self.middleware_phase(phase)).await,
                 Layer::Native(mw) => self.run_native(mw.as_ref(), link, input, output).await,
             }
         };
