@@ -17,19 +17,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use toolhost::Toolhost;
 use toolhost::state::AgentState;
-use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 use toolhost_e2e::{Scratch, env_number, guest, percentile};
 
 const ROUNDS: usize = 20;
 
 async fn call(host: &Toolhost, state: &Arc<AgentState>, input: &str) -> String {
-    let response = host
-        .call(CallRequest::new("Echo", input).session(state.clone()))
-        .finish(PermissionAnswer::Deny)
-        .await
-        .into_response();
-    response.text()
+    toolhost_e2e::session_call(host, state, "Echo", input).await
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
