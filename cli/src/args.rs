@@ -222,7 +222,7 @@ impl Global {
     /// The host, with the tools of the upstream MCP servers `wanted`
     /// accepts (each such server is started, or reached, now).
     pub async fn host_with(&self, wanted: impl Fn(&str) -> bool) -> Result<Toolhost> {
-        let host = self.host_alone(false).await?;
+        let host = self.host_alone(false, false).await?;
         for problem in toolhost_mcp::upstream::connect_servers_where(&host, wanted).await {
             eprintln!("warning: {}", crate::shown::line(&problem));
         }
@@ -234,8 +234,9 @@ impl Global {
     /// the background until it does (its tools then appear, with a
     /// tool-list change); built-ins first used on baseline code are
     /// optimised in the background.
-    pub async fn host_for_serve(&self) -> Result<Toolhost> {
-        let host = self.host_alone(true).await?;
+    /// `metrics`: keep Prometheus metrics (`serve --metrics`).
+    pub async fn host_for_serve(&self, metrics: bool) -> Result<Toolhost> {
+        let host = self.host_alone(true, metrics).await?;
         let retry = toolhost_mcp::upstream::Retry::default();
         for problem in toolhost_mcp::upstream::connect_servers_retrying(&host, retry).await {
             eprintln!("warning: {}", crate::shown::line(&problem));
@@ -245,11 +246,13 @@ impl Global {
 
     /// The host, without the tools of upstream servers; warnings printed.
     /// `long_running` hosts optimise their built-ins themselves.
-    async fn host_alone(&self, long_running: bool) -> Result<Toolhost> {
+    async fn host_alone(&self, long_running: bool, metrics: bool) -> Result<Toolhost> {
         let (settings, read) = self.settings()?;
         let remember = Settings::remember_path(read.as_deref())?;
-        let mut builder =
-            Toolhost::builder().settings(settings, Some(remember)).optimise_builtins_in_background(long_running);
+        let mut builder = Toolhost::builder()
+            .settings(settings, Some(remember))
+            .optimise_builtins_in_background(long_running)
+            .metrics(metrics);
         if let Some(observer) = crate::first_run::observer() {
             builder = builder.compile_observer(observer);
         }
@@ -379,6 +382,12 @@ pub struct ServeArgs {
     /// Seconds an MCP session that made no request after initialize is kept [default: 60]
     #[arg(long, value_name = "SECONDS", requires = "http")]
     pub unused_session_timeout: Option<f64>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; as [telemetry] metrics_addr); an address other than loopback needs --metrics-token
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Bearer token every scrape of --metrics must carry
+    #[arg(long, env = "TOOLHOST_METRICS_TOKEN", hide_env_values = true, value_name = "T")]
+    pub metrics_token: Option<String>,
     /// On SIGINT/SIGTERM, how long running calls may finish before they are cancelled and their processes killed
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub grace: f64,

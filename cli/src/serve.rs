@@ -10,8 +10,19 @@ use super::args::{Global, ServeArgs};
 use super::{call, exit};
 
 pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
-    let host = global.host_for_serve().await?;
+    let metrics_addr = match args.metrics {
+        Some(addr) => Some(addr),
+        None => global.settings()?.0.telemetry.metrics_addr.map(|a| parse_addr(&a)).transpose()?,
+    };
+    let host = global.host_for_serve(metrics_addr.is_some()).await?;
     report_background_loads(&host);
+    // Bound before serving starts, so a scraper started after "listening"
+    // finds it.
+    if let Some(addr) = metrics_addr {
+        let bound = toolhost_mcp::serve_metrics(host.clone(), addr, args.metrics_token.clone()).await?;
+        eprintln!("toolhost serve: metrics on http://{bound}/metrics");
+    }
+    let telemetry = host.telemetry().cloned();
     let store: Arc<dyn SessionStore> = match &args.session {
         Some(name) => Arc::new(NamedSession::new(call::open_session(host.settings(), name)?)),
         None => Arc::new(MemorySessions::default()),
@@ -51,7 +62,17 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
     if let Some((_watcher, status)) = watcher {
         let _ = std::fs::remove_file(status);
     }
+    if let Some(telemetry) = telemetry {
+        telemetry.flush(std::time::Duration::from_secs(5)).await;
+    }
     Ok(exit::OK)
+}
+
+/// `[telemetry] metrics_addr` as a socket address.
+fn parse_addr(text: &str) -> Result<std::net::SocketAddr> {
+    text.parse().map_err(|e| {
+        anyhow::anyhow!("[telemetry] metrics_addr = \"{text}\" is not an address like 127.0.0.1:9464: {e}")
+    })
 }
 
 /// Serves at once while plugins load in the background (clients are sent

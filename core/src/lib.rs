@@ -35,4 +35,5 @@ pub mod permission;
 pub mod protected;
 pub mod registry;
 pub mod settings;
+pub mod telemetry;
 pub mod utc;

@@ -193,6 +193,8 @@ pub struct Settings {
     pub registry: crate::registry::RegistrySettings,
     /// Signatures (`[trust]`): trusted keys, and whether one is required.
     pub trust: crate::registry::TrustSettings,
+    /// Traces and metrics (`[telemetry]`).
+    pub telemetry: crate::telemetry::TelemetrySettings,
 }
 
 /// One `[mcp_servers.NAME]` table: an MCP server whose tools become
@@ -429,6 +431,7 @@ impl Default for Settings {
             audit: Default::default(),
             registry: Default::default(),
             trust: Default::default(),
+            telemetry: Default::default(),
         }
     }
 }
@@ -473,6 +476,7 @@ impl Settings {
     pub fn parse(text: &str, base: &Path) -> Result<Self> {
         let mut settings: Settings = toml::from_str(text)?;
         settings.audit.validate().map_err(anyhow::Error::msg)?;
+        settings.telemetry.validate().map_err(anyhow::Error::msg)?;
         settings.resolve_relative(base);
         Ok(settings)
     }

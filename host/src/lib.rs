@@ -29,6 +29,7 @@ pub mod response;
 pub mod runtime;
 pub mod state;
 pub mod sync;
+pub mod telemetry;
 mod toolhost;
 pub mod types;
 

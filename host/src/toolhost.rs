@@ -64,6 +64,7 @@ mod middleware;
 mod pinned;
 pub(crate) mod reload;
 mod replace;
+mod telemetry;
 mod toolkit;
 mod upstream;
 pub(crate) mod watch;
@@ -86,6 +87,8 @@ pub struct CallRequest {
     pub session: Option<Arc<AgentState>>,
     /// Who asks, for the audit log (the front end that took the call).
     pub caller: Option<crate::audit::Caller>,
+    /// The caller's W3C trace context: a traced call's span is its child.
+    pub trace: Option<crate::telemetry::TraceParent>,
 }
 
 impl CallRequest {
@@ -100,6 +103,7 @@ impl CallRequest {
             mode: None,
             session: None,
             caller: None,
+            trace: None,
         }
     }
 
@@ -118,6 +122,12 @@ impl CallRequest {
     /// Names who asks, for the audit log's record of the call.
     pub fn caller(mut self, caller: crate::audit::Caller) -> Self {
         self.caller = Some(caller);
+        self
+    }
+
+    /// Continues the caller's trace (W3C `traceparent`/`tracestate`).
+    pub fn trace_parent(mut self, parent: crate::telemetry::TraceParent) -> Self {
+        self.trace = Some(parent);
         self
     }
 
@@ -151,9 +161,19 @@ pub struct ToolhostBuilder {
     always_optimise: bool,
     background_from: Option<u64>,
     optimise_builtins: Option<bool>,
+    metrics: bool,
 }
 
 impl ToolhostBuilder {
+    /// Keeps Prometheus metrics of the calls ([`Toolhost::telemetry`]),
+    /// for a front end that serves them (`serve --metrics`). Traces need
+    /// no switch: `[telemetry] otlp_endpoint` or the OTLP environment
+    /// turns them on.
+    pub fn metrics(mut self, yes: bool) -> Self {
+        self.metrics = yes;
+        self
+    }
+
     /// Uses these settings; `path` is where "allow and remember" saves rules
     /// (created when missing; see [`Settings::remember_path`]). Without a
     /// path, remembered rules last as long as the host. `path` is off limits
@@ -283,6 +303,7 @@ impl ToolhostBuilder {
             Some(_) => Some(Arc::new(crate::audit::AuditLog::open(&settings.audit).context("opening the audit log")?)),
             None => None,
         };
+        let telemetry = crate::telemetry::Telemetry::start(&settings.telemetry, self.metrics)?;
         let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
         let middleware_configs = settings
             .middleware
@@ -313,6 +334,7 @@ impl ToolhostBuilder {
                 skills,
                 running: Arc::new(tokio::sync::Semaphore::new(RUNNING_CALLS)),
                 audit,
+                telemetry,
                 loads: Default::default(),
                 background_from: self.background_from.unwrap_or(BACKGROUND_LOAD_BYTES),
                 optimise_builtins: self.optimise_builtins.unwrap_or(true),
@@ -385,6 +407,8 @@ struct Inner {
     running: Arc<tokio::sync::Semaphore>,
     /// The audit log of `[audit]`, when one is configured.
     audit: Option<Arc<crate::audit::AuditLog>>,
+    /// Traces and metrics, when either is on.
+    telemetry: Option<Arc<crate::telemetry::Telemetry>>,
     /// Plugins loading in the background.
     loads: loading::Loads,
     /// The size from which a plugin not in the cache loads in the background.
@@ -437,7 +461,23 @@ impl Toolhost {
     /// A permit to hold instances for one call, waiting at most `wait` for
     /// one of the [`RUNNING_CALLS`] to finish.
     pub(crate) async fn running_permit(&self, wait: std::time::Duration) -> Result<tokio::sync::OwnedSemaphorePermit> {
-        match tokio::time::timeout(wait, self.inner.running.clone().acquire_owned()).await {
+        let acquire = self.inner.running.clone().acquire_owned();
+        let acquired = match &self.inner.telemetry {
+            None => tokio::time::timeout(wait, acquire).await,
+            Some(telemetry) => {
+                let started = std::time::Instant::now();
+                let waiting = &telemetry.metrics().calls_waiting;
+                waiting.inc();
+                let acquired = tokio::time::timeout(wait, acquire).await;
+                waiting.dec();
+                let waited = started.elapsed();
+                crate::telemetry::trace::note(|t| {
+                    t.note(|n| n.queue_wait = Some(n.queue_wait.unwrap_or_default() + waited))
+                });
+                acquired
+            }
+        };
+        match acquired {
             Ok(Ok(permit)) => Ok(permit),
             Ok(Err(_)) => bail!("the host is shutting down"),
             Err(_) => bail!(

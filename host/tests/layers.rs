@@ -39,6 +39,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("sync", 0),
     ("utc", 0),
     ("audit", 0),
+    ("telemetry", 0),
     // runtime: wasmtime, stores, host imports.
     ("runtime", 1),
     // settings: the settings file, over the types it configures.
@@ -71,6 +72,7 @@ const CORE_LAYERS: &[(&str, usize)] = &[
     ("own_file", 0),
     ("limits", 0),
     ("audit", 0),
+    ("telemetry", 0),
     ("input_schema", 0),
     ("permission", 0),
     ("settings", 2),

@@ -314,7 +314,10 @@ impl ServerHandler for McpFront {
         let key = self.state_key(&ctx);
         let state = self.session_state(&key)?;
         let group_changes = state.group_changes();
-        let request = CallRequest::new(&tool, args.to_string()).session(state.clone()).caller(caller(&ctx));
+        let mut request = CallRequest::new(&tool, args.to_string()).session(state.clone()).caller(caller(&ctx));
+        if let Some(parent) = crate::trace_context::from_request(&ctx) {
+            request = request.trace_parent(parent);
+        }
         let driven = drive(host, request, &ctx, asker).await;
         // `reset_tools` changed what this session is offered: tell its
         // client. (2026-07-28 forbids this mid-request message; its

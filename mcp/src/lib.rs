@@ -18,12 +18,15 @@ mod changes;
 mod handler;
 pub mod http;
 mod logs;
+mod metrics;
 pub mod session;
 mod tools;
+mod trace_context;
 pub mod upstream;
 
 pub use handler::McpFront;
 pub use http::{HttpOptions, serve_http};
+pub use metrics::serve_metrics;
 pub use session::{MemoryNonces, MemorySessions, NamedSession, NonceStore, SessionStore};
 
 use anyhow::{Context as _, Result};

@@ -291,7 +291,12 @@ impl Upstream {
         {
             return Ok(service.clone());
         }
-        *slot = None;
+        // A server that ran before is started again.
+        if slot.take().is_some()
+            && let Some(telemetry) = self.host.telemetry()
+        {
+            telemetry.metrics().upstream_restarts.inc();
+        }
         let timeout = self.settings.startup_timeout();
         let service = tokio::time::timeout(timeout, self.start()).await.map_err(|_| {
             format!("it did not start within {timeout:?} (raise startup_timeout_ms if it needs longer)")
@@ -353,8 +358,17 @@ impl UpstreamServer for Upstream {
         Box::pin(async move {
             let service =
                 self.running().await.map_err(|e| format!("MCP server {} is not available: {e}", self.name))?;
-            let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-            match service.peer().call_tool(params).await {
+            let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+            let mut span = toolhost::telemetry::trace::child(|| format!("mcp tools/call {}", self.name));
+            if let Some(span) = &span {
+                params.meta = Some(crate::trace_context::into_meta(span.traceparent()));
+            }
+            let result = service.peer().call_tool(params).await;
+            if let (Some(span), Err(_)) = (&mut span, &result) {
+                span.fail("the upstream request failed");
+            }
+            drop(span);
+            match result {
                 Ok(result) => serde_json::to_value(result).map_err(|e| e.to_string()),
                 Err(e) => {
                     if service.is_closed() || matches!(e, rmcp::ServiceError::TransportClosed) {

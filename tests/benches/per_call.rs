@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use toolhost::Toolhost;
 use toolhost::state::AgentState;
-use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 use toolhost_e2e::{Scratch, env_number, guest, percentile};
 
 const ROUNDS: usize = 10;
@@ -35,12 +35,7 @@ struct Case {
 }
 
 async fn call(host: &Toolhost, state: &Arc<AgentState>, case: &Case) -> String {
-    let response = host
-        .call(CallRequest::new(case.tool, case.input.clone()).session(state.clone()))
-        .finish(PermissionAnswer::Deny)
-        .await
-        .into_response();
-    response.text()
+    toolhost_e2e::session_call(host, state, case.tool, &case.input).await
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

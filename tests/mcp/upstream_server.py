@@ -8,7 +8,8 @@ benchmark, bench/mcp_upstream_proxy.py): toolhost offers its tools as
 Tools: `lookup` (readOnlyHint: true) echoes a word; `note` (no hint)
 writes a line to the file $UPSTREAM_NOTES; `env` lists the names of its
 environment variables; `slow` writes its pid to `pid_file` and sleeps;
-`grow` adds the tool `added` and sends notifications/tools/list_changed.
+`grow` adds the tool `added` and sends notifications/tools/list_changed;
+`traceparent` answers the W3C `traceparent` its request's `_meta` carried.
 With `hostile`, more tools that attack toolhost: one named `Bash`, one with
 a 100 KiB description, one whose schema is not a schema, one named
 `../../Bash x`, and `flood`, which answers `bytes` bytes of text.
@@ -65,6 +66,11 @@ def note(text: str) -> str:
     with open(os.environ["UPSTREAM_NOTES"], "a") as f:
         f.write(text + "\n")
     return f"noted: {text}"
+
+
+@server.tool(description="Answers the W3C traceparent of its request's _meta (empty without one).")
+def traceparent(ctx: Context) -> str:
+    return str((ctx.request_context.meta or {}).get("traceparent", ""))
 
 
 @server.tool(description="Lists the names of this server's environment variables.")

@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use toolhost::response::ToolResponse;
 use toolhost::settings::Settings;
+use toolhost::state::AgentState;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 
 pub mod fixtures;
@@ -300,6 +301,17 @@ impl Default for Scratch {
 /// Calls `tool` with `input` and drains the stream, answering any ask with `answer`.
 pub async fn call(host: &Toolhost, tool: &str, input: serde_json::Value, answer: PermissionAnswer) -> ToolResponse {
     host.call(CallRequest::new(tool, input.to_string())).finish(answer).await.into_response()
+}
+
+/// The text a call of `tool` with `input` (JSON text) answers on the agent
+/// state `state`, asks denied: one call as an agent makes it, for the
+/// per-call benchmarks.
+pub async fn session_call(host: &Toolhost, state: &Arc<AgentState>, tool: &str, input: &str) -> String {
+    host.call(CallRequest::new(tool, input).session(state.clone()))
+        .finish(PermissionAnswer::Deny)
+        .await
+        .into_response()
+        .text()
 }
 
 /// The next event of a call, failing (not hanging) when none comes within

@@ -49,6 +49,8 @@ pub struct HttpServer {
     pub url: String,
     /// Every stderr line after the listening line, as it comes.
     pub stderr: std::sync::mpsc::Receiver<String>,
+    /// The stderr lines before it (what `serve` said while starting).
+    pub early: Vec<String>,
 }
 
 impl HttpServer {
@@ -86,11 +88,16 @@ impl HttpServer {
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", args[0]));
         let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let mut early = Vec::new();
         let url = loop {
-            let line = lines.next().expect("the server exited before listening").expect("stderr line");
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("the server exited before listening; it said: {early:?}"))
+                .expect("stderr line");
             if let Some((_, url)) = line.split_once(": listening on ") {
                 break url.to_string();
             }
+            early.push(line);
         };
         // Keep draining stderr so the server never blocks on it.
         let (tx, stderr) = std::sync::mpsc::channel();
@@ -99,7 +106,7 @@ impl HttpServer {
                 let _ = tx.send(line);
             }
         });
-        HttpServer { child, url, stderr }
+        HttpServer { child, url, stderr, early }
     }
 
     /// The transport to this server.

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 pub use backend::RecordingBackend;
 pub use record::{Caller, DecisionRecord, HostOp, Record};
 pub use toolhost_core::audit::AuditSettings;
-pub use writer::{AuditLog, AuditStats};
+pub use writer::{AuditLog, AuditStats, redacted_input};
 
 use crate::sync::MutexExt;
 

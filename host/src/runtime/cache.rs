@@ -47,9 +47,16 @@ pub struct CompileCache {
     dir: PathBuf,
     engine_key: String,
     max_bytes: u64,
+    /// Components loaded from the cache so far (`toolhost_compile_cache_hits_total`).
+    hits: std::sync::atomic::AtomicU64,
 }
 
 impl CompileCache {
+    /// Components loaded from this cache so far.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Opens (creating) the cache directory for this engine.
     pub fn open(dir: &Path, engine: &Engine) -> Result<Self> {
         fs::create_dir_all(dir).with_context(|| format!("creating the compile cache directory {}", dir.display()))?;
@@ -59,6 +66,7 @@ impl CompileCache {
             dir: dir.to_path_buf(),
             engine_key: format!("{:016x}", hasher.finish()),
             max_bytes: DEFAULT_MAX_BYTES,
+            hits: Default::default(),
         })
     }
 
@@ -107,6 +115,7 @@ impl CompileCache {
             Some(artifact) => match unsafe { Component::deserialize(engine, artifact) } {
                 Ok(component) => {
                     mark_used(&path);
+                    self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     return (Some(component), CacheOutcome::Hit);
                 }
                 Err(e) => tracing::warn!("cache entry {} unusable ({e:#}); recompiling", path.display()),

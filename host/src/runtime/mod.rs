@@ -89,6 +89,13 @@ struct Baseline {
 }
 
 impl Runtime {
+    /// Components loaded from the compile caches (optimised and baseline)
+    /// so far.
+    pub fn cache_hits(&self) -> u64 {
+        let baseline = self.baseline.get().and_then(|b| b.as_ref()).and_then(|b| b.cache.as_ref());
+        [self.cache.as_ref(), baseline].into_iter().flatten().map(CompileCache::hits).sum()
+    }
+
     /// Builds the engine (pooling allocator first, on-demand if the machine
     /// refuses the reservation), the linkers, and starts the epoch ticker.
     pub fn new(options: &RuntimeOptions) -> Result<Self> {

@@ -21,12 +21,13 @@ impl Toolhost {
     }
 
     /// The backend for an instance of the current call: the host's own, or,
-    /// inside an audited call, one that records every operation in it.
+    /// inside an audited or traced call, one that records every operation
+    /// in it.
     pub(crate) fn call_backend(&self) -> Arc<dyn Backend> {
         let backend = Toolhost::backend(self);
-        match audit::current() {
-            Some(call) => Arc::new(RecordingBackend::new(backend, call)),
-            None => backend,
+        match (audit::current(), crate::telemetry::trace::tracing()) {
+            (None, false) => backend,
+            (call, _) => Arc::new(RecordingBackend::new(backend, call)),
         }
     }
 
@@ -49,14 +50,10 @@ impl Toolhost {
         let response = audit::scope(call.clone(), self.run_call(request, events)).await;
         let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         let gathered = call.take();
-        let (outcome, output_bytes) = match &response {
-            Some(r) => (state_name(r.state).to_owned(), output_bytes(r)),
-            None => {
-                let allowed = gathered.decision.as_ref().is_some_and(|d| d.behavior == Behavior::Allow)
-                    || gathered.answer.as_deref().is_some_and(|a| a != "deny");
-                ((if allowed { "external" } else { "gone" }).to_owned(), 0)
-            }
-        };
+        let allowed = gathered.decision.as_ref().is_some_and(|d| d.behavior == Behavior::Allow)
+            || gathered.answer.as_deref().is_some_and(|a| a != "deny");
+        let outcome = outcome(response.as_ref(), allowed).to_owned();
+        let output_bytes = response.as_ref().map_or(0, output_bytes);
         let record = Record {
             kind: "call".into(),
             time: String::new(),
@@ -81,6 +78,17 @@ impl Toolhost {
     }
 }
 
+/// How a call ended, as the audit log and the metrics name it: its result
+/// state, or, when it stopped without a response, `external` (handed to an
+/// external executor once `allowed`) or `gone` (the caller left).
+pub(super) fn outcome(response: Option<&ToolResponse>, allowed: bool) -> &'static str {
+    match response {
+        Some(r) => state_name(r.state),
+        None if allowed => "external",
+        None => "gone",
+    }
+}
+
 fn state_name(state: ResultState) -> &'static str {
     match state {
         ResultState::Running | ResultState::Success => "success",
@@ -90,7 +98,7 @@ fn state_name(state: ResultState) -> &'static str {
     }
 }
 
-fn output_bytes(response: &ToolResponse) -> u64 {
+pub(super) fn output_bytes(response: &ToolResponse) -> u64 {
     let bytes: usize = response
         .content
         .iter()

@@ -5,9 +5,11 @@
 //! and accumulated into the response.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
 use futures::future::BoxFuture;
+use opentelemetry::KeyValue;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{CallRequest, ExternalResult, Toolhost};
@@ -27,6 +29,7 @@ use crate::response::{Chunk, ResultState, ToolResponse};
 use crate::runtime::store::{CallSetup, Deadline};
 use crate::runtime::{Limits, Runtime};
 use crate::state::AgentState;
+use crate::telemetry::trace;
 use crate::types::ToolError;
 
 impl Toolhost {
@@ -111,9 +114,9 @@ impl Toolhost {
         let host = self.clone();
         let run = async move {
             let id = request.id.clone();
-            let response = match host.audit_log() {
-                Some(log) => host.run_audited(log, request, &tx).await,
-                None => host.run_call(request, &tx).await,
+            let response = match host.telemetry() {
+                Some(telemetry) => host.run_observed(telemetry.clone(), request, &tx).await,
+                None => host.run_logged(request, &tx).await,
             };
             if let Some(mut response) = response {
                 response.id = id;
@@ -151,6 +154,7 @@ impl Toolhost {
             Err(LookupError::Load(e)) => return fail(format!("could not load tool '{}': {e}", request.tool)).await,
         };
         crate::audit::note(|a| a.tool(&loaded.info.sha256));
+        trace::note(|t| t.note(|n| n.sha256 = Some(loaded.info.sha256.clone())));
         let input: serde_json::Value = match serde_json::from_str(&request.input) {
             Ok(v) => v,
             Err(e) => return fail(format!("Input for tool '{}' is not valid JSON: {e}", request.tool)).await,
@@ -169,15 +173,25 @@ impl Toolhost {
         // The decision runs in an instance with no capability; what it
         // emits goes nowhere.
         let (discard, _) = mpsc::channel::<Chunk>(1);
-        let mut decider = match self.instantiate_loaded(&loaded, None, discard, Phase::Decide).await {
-            Ok(i) => i,
-            Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
-        };
+        let deciding = Instant::now();
+        let mut span = trace::child(|| "decide");
+        let mut decider =
+            match trace::inside(&span, self.instantiate_loaded(&loaded, None, discard, Phase::Decide)).await {
+                Ok(i) => i,
+                Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
+            };
 
         let mode = request.mode.unwrap_or(self.mode());
         let permit = Permit { call_id: request.id.clone(), mode, events: events.clone() };
-        let decision = self.evaluate(&mut decider, mode, &input_text).await;
+        let decision = trace::inside(&span, self.evaluate(&mut decider, mode, &input_text)).await;
         drop(decider);
+        if let Some(span) = &mut span {
+            span.set(KeyValue::new("toolhost.decision.behavior", decision.behavior.as_str()));
+            span.set(KeyValue::new("toolhost.decision.step", decision.source.as_str()));
+        }
+        drop(span);
+        let decided = deciding.elapsed();
+        trace::note(|t| t.note(|n| n.decision_time = Some(decided)));
         // Waiting for a person holds nothing: the slot goes back while the
         // ask is open (unanswered asks must not stall every other call),
         // and a new one is taken once it is allowed. The grants stay those
@@ -248,8 +262,11 @@ impl Toolhost {
         // Guest and forwarding share this task: a chunk reaches the caller
         // without a hop through another worker thread. The channel closes
         // when the chain drops its instances.
+        let calling = Instant::now();
         let (outcome, ()) = tokio::join!(chain, forward);
         drop(running);
+        let called = calling.elapsed();
+        trace::note(|t| t.note(|n| n.call_time = Some(called)));
         let closing = match outcome {
             Ok(Ok(())) => None,
             Ok(Err(tool_error)) => Some(tool_error_text(&tool_error)),
@@ -291,6 +308,11 @@ impl Toolhost {
         let rules = self.rules();
         let decision = permission::evaluate(instance, input_text, &ctx, &rules).await;
         crate::audit::note(|a| a.decision(&decision));
+        trace::note(|t| {
+            t.note(|n| {
+                n.decision.get_or_insert_with(|| (decision.behavior, decision.source, decision.rule.clone()));
+            })
+        });
         decision
     }
 
@@ -317,8 +339,16 @@ impl Toolhost {
                 if permit.events.send(CallEvent::PermissionRequest(prompt)).await.is_err() {
                     return Verdict::Gone;
                 }
+                let pending = self.telemetry().map(|t| t.metrics().asks_pending.clone());
+                if let Some(gauge) = &pending {
+                    gauge.inc();
+                }
                 let answer = answer.await.unwrap_or(PermissionAnswer::Deny);
+                if let Some(gauge) = &pending {
+                    gauge.dec();
+                }
                 crate::audit::note(|a| a.answer(answer.as_str()));
+                trace::note(|t| t.note(|n| n.answer = Some(answer.as_str())));
                 match answer {
                     PermissionAnswer::AllowOnce => Verdict::Allow(phase),
                     PermissionAnswer::AllowAndRemember(rules) => {

@@ -398,6 +398,9 @@ impl Reloader {
         match outcome {
             Ok(()) => {
                 tracing::info!("reloaded {} ({kind:?} {name}, sha256 {sha256})", file.display());
+                if let Some(telemetry) = self.host.telemetry() {
+                    telemetry.metrics().reloads.inc();
+                }
                 if let Some(declared) = declared {
                     self.approved.entry(name.clone()).or_insert(declared);
                 }
@@ -525,6 +528,9 @@ impl Reloader {
             None => String::new(),
         };
         tracing::warn!("reloading {} failed{serving}: {error}", file.display());
+        if let Some(telemetry) = self.host.telemetry() {
+            telemetry.metrics().reload_failures.inc();
+        }
         if !self.loaded.contains_key(file) {
             self.status.insert(
                 file.to_path_buf(),

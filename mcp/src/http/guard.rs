@@ -224,7 +224,7 @@ fn closing(mut response: Response) -> Response {
 }
 
 /// Equal in constant time for equal lengths (the length is not secret).
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tower_service::Service as _;
 
 pub(crate) use guard::park;
+pub(crate) use guard::same as same_token;
 
 use crate::{McpFront, SETTLE};
 use deadline::WriteDeadline;
@@ -179,6 +180,9 @@ pub async fn serve_http(
         idle_timeout: options.session_idle_timeout,
     });
     tokio::spawn(sessions.clone().close_unused(cancel.clone()));
+    if let Some(telemetry) = front.host().telemetry() {
+        sessions.count_in(telemetry.metrics().clone());
+    }
     let factory = front.clone();
     let mcp = StreamableHttpService::new(move || Ok(factory.for_new_session()), sessions.clone(), config);
     let checks = Arc::new(Guard {
@@ -255,6 +259,7 @@ async fn accept(
         }
         let (slots, watcher, timeout) = (slots.clone(), graceful.watcher(), options.header_timeout);
         let (router, streams, write_timeout) = (router.clone(), streams.clone(), options.write_timeout);
+        let counted = front.host().telemetry().map(|t| t.metrics().clone());
         tokio::spawn(async move {
             let slot = match slot {
                 Ok(slot) => slot,
@@ -275,7 +280,14 @@ async fn accept(
                 .timer(TokioTimer::new())
                 .header_read_timeout(timeout)
                 .serve_connection(TokioIo::new(WriteDeadline::new(stream, write_timeout)), service);
+            if let Some(metrics) = &counted {
+                metrics.http_connections_total.inc();
+                metrics.http_connections.inc();
+            }
             let _ = watcher.watch(conn).await;
+            if let Some(metrics) = &counted {
+                metrics.http_connections.dec();
+            }
         });
     }
     drop(listener);

@@ -38,6 +38,8 @@ pub(crate) struct BoundedSessions {
     inner: LocalSessionManager,
     limits: SessionLimits,
     table: Arc<Mutex<Table>>,
+    /// Where the number of live sessions is shown (`toolhost_http_sessions`).
+    metrics: std::sync::OnceLock<Arc<toolhost::telemetry::Metrics>>,
 }
 
 #[derive(Default)]
@@ -94,7 +96,13 @@ impl BoundedSessions {
     pub(crate) fn new(limits: SessionLimits) -> Arc<Self> {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(limits.idle_timeout);
-        Arc::new(Self { inner, limits, table: Arc::default() })
+        Arc::new(Self { inner, limits, table: Arc::default(), metrics: Default::default() })
+    }
+
+    /// Shows the number of live sessions in `metrics`, brought up to date
+    /// every second by [`BoundedSessions::close_unused`].
+    pub(crate) fn count_in(&self, metrics: Arc<toolhost::telemetry::Metrics>) {
+        let _ = self.metrics.set(metrics);
     }
 
     /// Whether an `initialize` would get a session now (a place is free, or
@@ -124,6 +132,9 @@ impl BoundedSessions {
                     .collect();
                 for id in &expired {
                     table.live.remove(id);
+                }
+                if let Some(metrics) = self.metrics.get() {
+                    metrics.http_sessions.set(table.live.len() as i64);
                 }
                 expired
             };

@@ -4,6 +4,7 @@
 //! blamed on the layer responsible ([`super::failure`]).
 
 use crate::sync::MutexExt;
+use crate::telemetry::trace;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -115,7 +116,12 @@ pub(crate) async fn run_chain<H: ExecutionHost + Clone>(
     let layers = host.middleware().chain_for(&tool.info.name)?;
     if layers.is_empty() {
         drop(output);
-        return Ok(instance.call(&input_text).await?);
+        let mut span = trace::child(|| "call");
+        let result = trace::inside(&span, instance.call(&input_text)).await;
+        if let (Some(span), Err(_)) = (&mut span, &result) {
+            span.fail("the tool failed");
+        }
+        return Ok(result?);
     }
     let limits = host.limits();
     let deadline = Deadline::for_limits(&limits);
@@ -169,7 +175,8 @@ impl Chain {
         let phase = self.recheck(position, value, &input).await?;
         let (tx, rx) = oneshot::channel();
         let chain = self.clone();
-        let task = tokio::spawn(async move {
+        let trace_scope = trace::current();
+        let task = tokio::spawn(trace::within(trace_scope, async move {
             let outcome = match chain.run_layer(position, input, output, phase).await {
                 Ok(outcome) => outcome,
                 Err(failure) => {
@@ -182,7 +189,7 @@ impl Chain {
             // middleware hears of it, so it may start the next at once.
             drop(slot);
             let _ = tx.send(outcome);
-        });
+        }));
         self.tasks.lock_unpoisoned().push(task);
         Ok(rx)
     }
@@ -253,14 +260,23 @@ impl Chain {
         phase: Phase,
     ) -> LayerResult {
         let Some(layer) = self.layers.get(position) else {
-            return self.run_tool(input, output, phase).await;
+            let mut span = trace::child(|| "call");
+            let result = trace::inside(&span, self.run_tool(input, output, phase)).await;
+            failed(&mut span, &result);
+            return result;
         };
         let waiting = Arc::new(AtomicBool::new(false));
         let link = Arc::new(Link { chain: self.clone(), position: position + 1, waiting: waiting.clone() });
-        match layer {
-            Layer::Component(mw) => self.run_component(mw, link, input, output, self.middleware_phase(phase)).await,
-            Layer::Native(mw) => self.run_native(mw.as_ref(), link, input, output).await,
-        }
+        let mut span = trace::child(|| format!("middleware {}", layer.name()));
+        let run = async {
+            match layer {
+                Layer::Component(mw) => self.run_component(mw, link, input, output, self.middleware_phase(phase)).await,
+                Layer::Native(mw) => self.run_native(mw.as_ref(), link, input, output).await,
+            }
+        };
+        let result = trace::inside(&span, run).await;
+        failed(&mut span, &result);
+        result
     }
 
     async fn run_tool(&self, input: String, output: mpsc::Sender<Chunk>, phase: Phase) -> LayerResult {
@@ -482,5 +498,16 @@ fn wit_metadata(info: &ToolInfo) -> types::ToolMetadata {
             process_exec: info.capabilities.process_exec,
             network: info.capabilities.network,
         },
+    }
+}
+
+/// Marks a step's span failed when its layer failed: with a fixed text,
+/// since a guest's failure message may repeat its input.
+fn failed(span: &mut Option<trace::Child>, result: &LayerResult) {
+    if let (Some(span), Err(failure)) = (span, result) {
+        span.fail(match failure.failure {
+            CallFailure::Tool(_) => "the tool failed",
+            _ => "a middleware failed",
+        });
     }
 }

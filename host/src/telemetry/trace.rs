@@ -1,0 +1,307 @@
+//! Spans: the tracer made from `[telemetry]`, a call's span
+//! ([`CallTrace`]) and the child spans of its steps ([`Child`]), found
+//! through a task-local scope so the pipeline's steps need no extra
+//! argument; and the W3C trace context a caller hands in ([`TraceParent`]).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use opentelemetry::propagation::TextMapPropagator as _;
+use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt as _, Tracer as _, TracerProvider as _};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, Span};
+
+use super::export::Exporter;
+use super::{Metrics, TelemetrySettings};
+use crate::permission::{Behavior, Source};
+use crate::sync::MutexExt;
+
+/// Whether traces are configured: an endpoint in `[telemetry]` or in the
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` / `..._TRACES_ENDPOINT` environment, and
+/// `OTEL_SDK_DISABLED` not `true`.
+pub fn configured(settings: &TelemetrySettings) -> bool {
+    let env = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    !disabled
+        && (settings.otlp_endpoint.is_some()
+            || env("OTEL_EXPORTER_OTLP_ENDPOINT")
+            || env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+}
+
+/// The tracer of a host with traces, and the exporter behind it.
+pub struct Tracing {
+    /// Holds the provider (and so the exporter's queue) alive.
+    tracer: SdkTracer,
+    exporter: Exporter,
+    record_input: bool,
+}
+
+impl Tracing {
+    /// A tracer sampling `sample_ratio` of the calls whose caller did not
+    /// decide, exporting through a bounded queue whose drops are counted in
+    /// `metrics`.
+    pub(super) fn start(settings: &TelemetrySettings, metrics: Arc<Metrics>) -> Result<Self> {
+        let mut resource = Resource::builder();
+        match &settings.service_name {
+            Some(name) => resource = resource.with_service_name(name.clone()),
+            None if std::env::var_os("OTEL_SERVICE_NAME").is_none() => {
+                resource = resource.with_service_name("toolhost")
+            }
+            None => {}
+        }
+        let resource = resource.build();
+        let (processor, exporter) =
+            Exporter::start(settings, &resource, metrics).context("starting the OTLP trace exporter")?;
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(processor)
+            .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(settings.sample_ratio))))
+            .with_resource(resource)
+            .build();
+        let tracer = provider.tracer("toolhost");
+        Ok(Tracing { tracer, exporter, record_input: settings.record_input })
+    }
+
+    /// Whether input and output are recorded (redacted) on call spans.
+    pub fn records_input(&self) -> bool {
+        self.record_input
+    }
+
+    /// Starts the span of a call of `tool` (a registered name or
+    /// [`super::UNKNOWN_TOOL`]), a child of `parent` when the caller sent
+    /// its trace context.
+    pub fn call_span(&self, tool: &str, call_id: &str, parent: Option<&TraceParent>) -> CallTrace {
+        let parent_cx = parent.map(TraceParent::context).unwrap_or_default();
+        let builder =
+            self.tracer.span_builder(format!("execute_tool {tool}")).with_kind(SpanKind::Internal).with_attributes([
+                KeyValue::new("gen_ai.operation.name", "execute_tool"),
+                KeyValue::new("gen_ai.tool.name", tool.to_owned()),
+                KeyValue::new("gen_ai.tool.call.id", call_id.to_owned()),
+            ]);
+        let span = self.tracer.build_with_context(builder, &parent_cx);
+        let recording = span.is_recording();
+        let cx = Context::new().with_remote_span_context(span.span_context().clone());
+        CallTrace {
+            tracer: Some(self.tracer.clone()),
+            recording,
+            record_input: self.record_input,
+            span: Some(Mutex::new(span)),
+            cx,
+            notes: Mutex::default(),
+        }
+    }
+
+    /// Sends what is queued, waiting at most `limit`.
+    pub(super) async fn flush(&self, limit: std::time::Duration) {
+        self.exporter.flush(limit).await;
+    }
+}
+
+/// One call as telemetry sees it: its span (when traced), the parent of
+/// its steps' spans, and what the pipeline noted for its metrics.
+pub struct CallTrace {
+    tracer: Option<SdkTracer>,
+    /// Whether the call is sampled: an unsampled call makes no child span.
+    recording: bool,
+    record_input: bool,
+    span: Option<Mutex<Span>>,
+    /// The call span's context, the parent of children not inside a layer.
+    cx: Context,
+    notes: Mutex<Notes>,
+}
+
+/// What the pipeline notes about a call for its span and metrics.
+#[derive(Debug, Default, Clone)]
+pub struct Notes {
+    /// The first decision: behaviour, step, rule.
+    pub decision: Option<(Behavior, Source, Option<String>)>,
+    /// The user's answer to an ask.
+    pub answer: Option<&'static str>,
+    /// The SHA-256 of the tool's component.
+    pub sha256: Option<String>,
+    /// The decision instance and the engine.
+    pub decision_time: Option<Duration>,
+    /// Waiting for an instance slot.
+    pub queue_wait: Option<Duration>,
+    /// The call instance and the middleware chain.
+    pub call_time: Option<Duration>,
+}
+
+impl CallTrace {
+    /// A call with metrics and no trace.
+    pub fn untraced() -> Self {
+        CallTrace {
+            tracer: None,
+            recording: false,
+            record_input: false,
+            span: None,
+            cx: Context::new(),
+            notes: Mutex::default(),
+        }
+    }
+
+    /// Whether the call is sampled (attributes are worth computing).
+    pub fn recording(&self) -> bool {
+        self.recording
+    }
+
+    /// Whether the (redacted) input and output go on the span.
+    pub fn records_input(&self) -> bool {
+        self.recording && self.record_input
+    }
+
+    /// Sets an attribute of the call span.
+    pub fn set(&self, attribute: KeyValue) {
+        if let Some(span) = self.span.as_ref().filter(|_| self.recording) {
+            span.lock_unpoisoned().set_attribute(attribute);
+        }
+    }
+
+    /// Marks the call span failed with `message`.
+    pub fn fail(&self, message: &'static str) {
+        if let Some(span) = self.span.as_ref().filter(|_| self.recording) {
+            span.lock_unpoisoned().set_status(Status::error(message));
+        }
+    }
+
+    /// Ends the call span (also done when it is dropped).
+    pub fn end(&self) {
+        if let Some(span) = &self.span {
+            span.lock_unpoisoned().end();
+        }
+    }
+
+    /// Notes something about the call.
+    pub fn note(&self, f: impl FnOnce(&mut Notes)) {
+        f(&mut self.notes.lock_unpoisoned());
+    }
+
+    /// What was noted.
+    pub fn notes(&self) -> Notes {
+        self.notes.lock_unpoisoned().clone()
+    }
+
+    fn child_of(&self, parent: &Context, name: Cow<'static, str>) -> Option<Child> {
+        let tracer = self.tracer.as_ref().filter(|_| self.recording)?;
+        let span = tracer.build_with_context(tracer.span_builder(name), parent);
+        let cx = Context::new().with_remote_span_context(span.span_context().clone());
+        Some(Child { span, cx })
+    }
+}
+
+/// The span of one step of a call; ended when dropped.
+pub struct Child {
+    span: Span,
+    cx: Context,
+}
+
+impl Child {
+    /// Sets an attribute.
+    pub fn set(&mut self, attribute: KeyValue) {
+        self.span.set_attribute(attribute);
+    }
+
+    /// Marks the step failed with `message`.
+    pub fn fail(&mut self, message: impl Into<Cow<'static, str>>) {
+        self.span.set_status(Status::error(message));
+    }
+
+    /// This span's context in W3C form, for a request leaving the host.
+    pub fn traceparent(&self) -> TraceParent {
+        TraceParent::of(&self.cx)
+    }
+}
+
+/// Where the current task is in a call's trace: the call and the span new
+/// steps are children of.
+#[derive(Clone)]
+pub struct Scope {
+    call: Arc<CallTrace>,
+    parent: Context,
+}
+
+tokio::task_local! {
+    /// The trace of the call the current task runs, when it is traced.
+    static CURRENT: Scope;
+}
+
+/// Runs `f` as the call `call` (its steps' spans are its children).
+pub async fn scope<F: Future>(call: Arc<CallTrace>, f: F) -> F::Output {
+    let parent = call.cx.clone();
+    CURRENT.scope(Scope { call, parent }, f).await
+}
+
+/// The current task's place in a call's trace, to carry into a task it
+/// spawns ([`within`]).
+pub fn current() -> Option<Scope> {
+    CURRENT.try_with(Clone::clone).ok()
+}
+
+/// Runs `f` in `scope` (a spawned task of the call), or plainly.
+pub async fn within<F: Future>(scope: Option<Scope>, f: F) -> F::Output {
+    match scope {
+        Some(scope) => CURRENT.scope(scope, f).await,
+        None => f.await,
+    }
+}
+
+/// Runs `f` with `child` as the parent of the spans it starts (the inner
+/// layers of a middleware, the operations of an instance).
+pub async fn inside<F: Future>(child: &Option<Child>, f: F) -> F::Output {
+    match (child, current()) {
+        (Some(child), Some(scope)) => CURRENT.scope(Scope { call: scope.call, parent: child.cx.clone() }, f).await,
+        _ => f.await,
+    }
+}
+
+/// Starts a span of a step in the current call, when it is traced and
+/// sampled; `name` is a closure so an untraced call formats nothing.
+pub fn child<N: Into<Cow<'static, str>>>(name: impl FnOnce() -> N) -> Option<Child> {
+    CURRENT.try_with(|s| s.call.child_of(&s.parent, name().into())).ok().flatten()
+}
+
+/// Whether the current task runs a traced, sampled call.
+pub fn tracing() -> bool {
+    CURRENT.try_with(|s| s.call.recording).unwrap_or(false)
+}
+
+/// Applies `f` to the current call's trace, if any.
+pub fn note(f: impl FnOnce(&CallTrace)) {
+    let _ = CURRENT.try_with(|s| f(&s.call));
+}
+
+/// A W3C trace context (`traceparent`, `tracestate`) as a caller sends it
+/// in an MCP request's `_meta` or HTTP headers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceParent {
+    /// `00-{trace id}-{span id}-{flags}`.
+    pub traceparent: String,
+    /// Vendor entries, passed on unchanged.
+    pub tracestate: Option<String>,
+}
+
+impl TraceParent {
+    /// The context it names (an empty one when it is malformed: the call
+    /// then starts a trace of its own, as the W3C spec says).
+    fn context(&self) -> Context {
+        let mut carrier = HashMap::with_capacity(2);
+        carrier.insert("traceparent".to_owned(), self.traceparent.clone());
+        if let Some(state) = &self.tracestate {
+            carrier.insert("tracestate".to_owned(), state.clone());
+        }
+        TraceContextPropagator::new().extract(&carrier)
+    }
+
+    fn of(cx: &Context) -> TraceParent {
+        let mut carrier: HashMap<String, String> = HashMap::with_capacity(2);
+        TraceContextPropagator::new().inject_context(cx, &mut carrier);
+        TraceParent {
+            traceparent: carrier.remove("traceparent").unwrap_or_default(),
+            tracestate: carrier.remove("tracestate").filter(|s| !s.is_empty()),
+        }
+    }
+}

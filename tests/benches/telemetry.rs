@@ -1,0 +1,96 @@
+//! Issue-34 figures: what telemetry costs a trivial call (the `echo`
+//! plugin), end to end through the library as an agent makes it. Three
+//! hosts in the same run, measured in interleaved rounds so a change in the
+//! machine's load reaches every row alike: telemetry off; metrics only (as
+//! `serve --metrics`); and traces at `sample_ratio = 1.0` sent over
+//! OTLP/HTTP to a real receiver (`tests/tests/support/otlp.rs`, decoding
+//! every export), with metrics.
+//!
+//! Run: `cargo bench -p toolhost-e2e --bench telemetry` (`ITERATIONS`,
+//! default 20 000 per host).
+
+#[path = "../tests/support/otlp.rs"]
+#[allow(dead_code)]
+mod otlp;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost::Toolhost;
+use toolhost::state::AgentState;
+use toolhost_e2e::{Scratch, env_number, guest, percentile};
+
+const ROUNDS: usize = 20;
+
+async fn call(host: &Toolhost, state: &Arc<AgentState>, input: &str) -> String {
+    toolhost_e2e::session_call(host, state, "Echo", input).await
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let iterations: usize = env_number("ITERATIONS", 20_000);
+    let scratch = Scratch::new();
+    let receiver = otlp::Receiver::start();
+    let mut settings = scratch.settings();
+    settings.builtins = false;
+    settings.plugins.push(guest("echo"));
+    let build = |settings: toolhost::settings::Settings, metrics: bool| async move {
+        let host = Toolhost::builder().settings(settings, None).metrics(metrics).build().await.expect("a host");
+        host.ready().await.expect("the plugin loads");
+        host
+    };
+    let mut traced = settings.clone();
+    traced.telemetry.otlp_endpoint = Some(receiver.url());
+    traced.telemetry.sample_ratio = 1.0;
+    let hosts = [
+        ("telemetry off", build(settings.clone(), false).await),
+        ("metrics only", build(settings, true).await),
+        ("traces (sampling 1.0) + metrics", build(traced, true).await),
+    ];
+    let state = Arc::new(AgentState::new());
+    let input = json!({"text": "hi"}).to_string();
+    for (_, host) in &hosts {
+        for _ in 0..500 {
+            assert_eq!(call(host, &state, &input).await, "hi");
+        }
+    }
+    let mut samples: Vec<Vec<Duration>> = hosts.iter().map(|_| Vec::with_capacity(iterations)).collect();
+    for _ in 0..ROUNDS {
+        for ((_, host), samples) in hosts.iter().zip(&mut samples) {
+            for _ in 0..iterations / ROUNDS {
+                let start = Instant::now();
+                let text = call(host, &state, &input).await;
+                samples.push(start.elapsed());
+                assert_eq!(text, "hi");
+            }
+        }
+    }
+    hosts[2].1.telemetry().expect("traced").flush(Duration::from_secs(30)).await;
+    let metrics = hosts[2].1.metrics_text().expect("metrics");
+    let exported = metric(&metrics, "toolhost_trace_spans_exported_total");
+    let dropped = metric(&metrics, "toolhost_trace_spans_dropped_total");
+
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let mean = |s: &[Duration]| s.iter().map(|d| us(*d)).sum::<f64>() / s.len() as f64;
+    let off_p50 = us(percentile(&mut samples[0], 0.50));
+    let off_mean = mean(&samples[0]);
+    println!(
+        "{:<34} {:>9} {:>9} {:>9} {:>10} {:>11}",
+        "trivial call (echo plugin)", "p50 µs", "p99 µs", "mean µs", "p50 /off", "mean /off"
+    );
+    for ((name, _), samples) in hosts.iter().zip(&mut samples) {
+        let p50 = us(percentile(samples, 0.50));
+        let p99 = us(percentile(samples, 0.99));
+        let m = mean(samples);
+        println!("{name:<34} {p50:>9.1} {p99:>9.1} {m:>9.1} {:>9.3}x {:>10.3}x", p50 / off_p50, m / off_mean);
+    }
+    println!(
+        "spans received by the OTLP receiver: {} (exported {exported}, dropped {dropped})",
+        receiver.spans().len()
+    );
+}
+
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok()).unwrap_or(0)
+}
