@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -167,11 +168,24 @@ pub fn create_body(
     }
 }
 
-/// Force-removes `id` (a missing container is fine).
+/// Force-removes `id` and returns once it is gone, also when the engine was
+/// already removing it (a missing container is fine).
 pub async fn remove(docker: &Docker, id: &str) {
     let options = RemoveContainerOptionsBuilder::new().force(true).build();
-    let _ = docker.remove_container(id, Some(options)).await;
+    if docker.remove_container(id, Some(options)).await.is_ok() {
+        return;
+    }
+    // The container auto-removes: once its helper's stdin closes, the engine
+    // may already be removing it and answers 409. Callers rely on it being
+    // gone when this returns, so wait for the engine to finish.
+    let end = tokio::time::Instant::now() + REMOVAL_WAIT;
+    while docker.inspect_container(id, None).await.is_ok() && tokio::time::Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
+
+/// How long [`remove`] waits for a removal the engine already started.
+const REMOVAL_WAIT: Duration = Duration::from_secs(10);
 
 /// Removes every toolhost container whose owning host process on this
 /// machine is gone (a host that crashed or was killed); returns how many.
