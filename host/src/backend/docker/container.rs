@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
-use bollard::query_parameters::{ListContainersOptions, RemoveContainerOptionsBuilder};
+use bollard::query_parameters::{ListContainersOptions, RemoveContainerOptionsBuilder, WaitContainerOptions};
+use futures::StreamExt as _;
 
 use super::helper;
 use super::settings::DockerSettings;
@@ -172,15 +173,15 @@ pub fn create_body(
 /// already removing it (a missing container is fine).
 pub async fn remove(docker: &Docker, id: &str) {
     let options = RemoveContainerOptionsBuilder::new().force(true).build();
-    if docker.remove_container(id, Some(options)).await.is_ok() {
-        return;
-    }
     // The container auto-removes: once its helper's stdin closes, the engine
     // may already be removing it and answers 409. Callers rely on it being
-    // gone when this returns, so wait for the engine to finish.
-    let end = tokio::time::Instant::now() + REMOVAL_WAIT;
-    while docker.inspect_container(id, None).await.is_ok() && tokio::time::Instant::now() < end {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    // gone when this returns, so wait for the engine to finish (a container
+    // already gone ends the wait with a 404).
+    if let Err(bollard::errors::Error::DockerResponseServerError { status_code: 409, .. }) =
+        docker.remove_container(id, Some(options)).await
+    {
+        let removed = WaitContainerOptions { condition: "removed".into() };
+        let _ = tokio::time::timeout(REMOVAL_WAIT, docker.wait_container(id, Some(removed)).next()).await;
     }
 }
 
