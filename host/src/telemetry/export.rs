@@ -1,21 +1,27 @@
 //! Getting finished spans to the collector without holding up a call: the
-//! span processor only puts a span in a bounded queue (full: dropped and
-//! counted), and one background task takes batches from it and sends them
-//! with the OTLP exporter, each send bounded by a timeout. A collector that
-//! is down or slow costs the calls nothing but the drops.
+//! span processor only puts a span in a bounded buffer (full: dropped and
+//! counted), and an exporter on a thread of its own takes batches from it
+//! and sends them with the OTLP exporter, each send bounded by a timeout. A
+//! collector that is down or slow costs the calls nothing but the drops.
+//!
+//! A call never wakes the exporter for a span of its own: only the first
+//! span into an empty buffer (the exporter is idle) and the span that fills
+//! a batch do; otherwise the exporter collects on its timer. Waking it for
+//! every span cost a call more than making the span.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use opentelemetry::Context;
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter as _, SpanProcessor};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::{Metrics, TelemetrySettings};
+use crate::sync::MutexExt;
 
 /// The most spans one export request carries.
 const BATCH: usize = 512;
@@ -27,10 +33,26 @@ const BATCH_DELAY: Duration = Duration::from_millis(100);
 /// counted as dropped).
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The processor's side of the queue.
+/// Finished spans waiting for the exporter.
+#[derive(Debug)]
+struct Buffer {
+    spans: Mutex<Vec<SpanData>>,
+    /// The most spans it holds (`[telemetry] queue`).
+    capacity: usize,
+    /// Wakes the exporter: a first span arrived, or a batch is full.
+    ready: Notify,
+}
+
+impl Buffer {
+    fn take(&self) -> Vec<SpanData> {
+        std::mem::take(&mut *self.spans.lock_unpoisoned())
+    }
+}
+
+/// The processor's side of the buffer.
 #[derive(Debug)]
 pub(super) struct Queue {
-    spans: mpsc::Sender<SpanData>,
+    buffer: Arc<Buffer>,
     metrics: Arc<Metrics>,
 }
 
@@ -38,8 +60,17 @@ impl SpanProcessor for Queue {
     fn on_start(&self, _span: &mut Span, _cx: &Context) {}
 
     fn on_end(&self, span: SpanData) {
-        if self.spans.try_send(span).is_err() {
+        let mut spans = self.buffer.spans.lock_unpoisoned();
+        if spans.len() >= self.buffer.capacity {
+            drop(spans);
             self.metrics.spans_dropped.inc();
+            return;
+        }
+        spans.push(span);
+        let wake = matches!(spans.len(), 1 | BATCH);
+        drop(spans);
+        if wake {
+            self.buffer.ready.notify_one();
         }
     }
 
@@ -52,25 +83,42 @@ impl SpanProcessor for Queue {
     }
 }
 
-/// The handle on the background task, to flush it.
+/// The handle on the exporter's thread, to flush it; the thread ends when
+/// this is dropped.
 pub(super) struct Exporter {
     flush: mpsc::Sender<oneshot::Sender<()>>,
 }
 
 impl Exporter {
     /// Builds the OTLP exporter `settings` and the environment ask for,
-    /// its spans describing `resource`, and starts the task that feeds it.
+    /// its spans describing `resource`, and starts the thread that feeds it
+    /// (a single-threaded runtime of its own, so encoding and sending never
+    /// take the host's workers).
     pub(super) fn start(
         settings: &TelemetrySettings,
         resource: &Resource,
         metrics: Arc<Metrics>,
     ) -> Result<(Queue, Exporter)> {
-        let mut otlp = otlp_exporter(settings)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the exporter's runtime")?;
+        // A gRPC channel starts its connection task on the runtime it is
+        // made in.
+        let mut otlp = {
+            let _inside = runtime.enter();
+            otlp_exporter(settings)?
+        };
         otlp.set_resource(resource);
-        let (spans, rx) = mpsc::channel(settings.queue);
+        let buffer =
+            Arc::new(Buffer { spans: Mutex::new(Vec::new()), capacity: settings.queue, ready: Notify::new() });
         let (flush, flushes) = mpsc::channel(4);
-        tokio::spawn(run(otlp, rx, flushes, metrics.clone()));
-        Ok((Queue { spans, metrics }, Exporter { flush }))
+        let exporting = Exporting { otlp, buffer: buffer.clone(), metrics: metrics.clone() };
+        std::thread::Builder::new()
+            .name("toolhost-otlp".into())
+            .spawn(move || runtime.block_on(exporting.run(flushes)))
+            .context("starting the exporter's thread")?;
+        Ok((Queue { buffer, metrics }, Exporter { flush }))
     }
 
     /// Sends what is queued now, waiting at most `limit`.
@@ -123,67 +171,59 @@ fn otlp_exporter(settings: &TelemetrySettings) -> Result<opentelemetry_otlp::Spa
     Ok(exporter)
 }
 
-/// The background task: a batch is the spans that arrive within
-/// [`BATCH_DELAY`] of its first (at most [`BATCH`]); a flush sends what is
-/// queued at once.
-async fn run(
+/// The exporter's thread: what it sends with, and where from.
+struct Exporting {
     otlp: opentelemetry_otlp::SpanExporter,
-    mut rx: mpsc::Receiver<SpanData>,
-    mut flushes: mpsc::Receiver<oneshot::Sender<()>>,
+    buffer: Arc<Buffer>,
     metrics: Arc<Metrics>,
-) {
-    let mut batch = Vec::with_capacity(BATCH);
-    loop {
-        let flushed = tokio::select! {
-            span = rx.recv() => match span {
-                Some(span) => { batch.push(span); None }
-                None => return,
-            },
-            Some(done) = flushes.recv() => Some(done),
-        };
-        if flushed.is_none() {
-            let deadline = tokio::time::Instant::now() + BATCH_DELAY;
-            while batch.len() < BATCH {
-                match tokio::time::timeout_at(deadline, rx.recv()).await {
-                    Ok(Some(span)) => batch.push(span),
-                    Ok(None) | Err(_) => break,
-                }
-            }
-        }
-        while batch.len() < BATCH
-            && let Ok(span) = rx.try_recv()
-        {
-            batch.push(span);
-        }
-        send(&otlp, &mut batch, &metrics).await;
-        if let Some(done) = flushed {
-            while let Ok(span) = rx.try_recv() {
-                batch.push(span);
-                if batch.len() == BATCH {
-                    send(&otlp, &mut batch, &metrics).await;
-                }
-            }
-            send(&otlp, &mut batch, &metrics).await;
-            let _ = done.send(());
-        }
-    }
 }
 
-async fn send(otlp: &opentelemetry_otlp::SpanExporter, batch: &mut Vec<SpanData>, metrics: &Metrics) {
-    if batch.is_empty() {
-        return;
-    }
-    let spans = std::mem::replace(batch, Vec::with_capacity(BATCH));
-    let n = spans.len() as u64;
-    match tokio::time::timeout(EXPORT_TIMEOUT, otlp.export(spans)).await {
-        Ok(Ok(())) => metrics.spans_exported.inc_by(n),
-        Ok(Err(e)) => {
-            metrics.spans_dropped.inc_by(n);
-            tracing::debug!("exporting {n} spans failed: {e}");
+impl Exporting {
+    /// Idle until a first span or a flush; a batch is the spans that
+    /// arrive within [`BATCH_DELAY`] of its first (or until [`BATCH`] are
+    /// there); a flush sends what is buffered at once. Ends, sending what
+    /// is left, when the [`Exporter`] is dropped.
+    async fn run(self, mut flushes: mpsc::Receiver<oneshot::Sender<()>>) {
+        loop {
+            let flushed = tokio::select! {
+                () = self.buffer.ready.notified() => None,
+                request = flushes.recv() => match request {
+                    Some(done) => Some(done),
+                    None => {
+                        self.send(self.buffer.take()).await;
+                        return;
+                    }
+                },
+            };
+            if flushed.is_none() {
+                tokio::select! {
+                    () = tokio::time::sleep(BATCH_DELAY) => {}
+                    () = self.buffer.ready.notified() => {}
+                }
+            }
+            self.send(self.buffer.take()).await;
+            if let Some(done) = flushed {
+                let _ = done.send(());
+            }
         }
-        Err(_) => {
-            metrics.spans_dropped.inc_by(n);
-            tracing::debug!("exporting {n} spans took more than {EXPORT_TIMEOUT:?}; dropped");
+    }
+
+    async fn send(&self, mut spans: Vec<SpanData>) {
+        while !spans.is_empty() {
+            let rest = spans.split_off(spans.len().min(BATCH));
+            let batch = std::mem::replace(&mut spans, rest);
+            let n = batch.len() as u64;
+            match tokio::time::timeout(EXPORT_TIMEOUT, self.otlp.export(batch)).await {
+                Ok(Ok(())) => self.metrics.spans_exported.inc_by(n),
+                Ok(Err(e)) => {
+                    self.metrics.spans_dropped.inc_by(n);
+                    tracing::debug!("exporting {n} spans failed: {e}");
+                }
+                Err(_) => {
+                    self.metrics.spans_dropped.inc_by(n);
+                    tracing::debug!("exporting {n} spans took more than {EXPORT_TIMEOUT:?}; dropped");
+                }
+            }
         }
     }
 }
