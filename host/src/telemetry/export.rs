@@ -110,8 +110,7 @@ impl Exporter {
             otlp_exporter(settings)?
         };
         otlp.set_resource(resource);
-        let buffer =
-            Arc::new(Buffer { spans: Mutex::new(Vec::new()), capacity: settings.queue, ready: Notify::new() });
+        let buffer = Arc::new(Buffer { spans: Mutex::new(Vec::new()), capacity: settings.queue, ready: Notify::new() });
         let (flush, flushes) = mpsc::channel(4);
         let exporting = Exporting { otlp, buffer: buffer.clone(), metrics: metrics.clone() };
         std::thread::Builder::new()
