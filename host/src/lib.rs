@@ -18,6 +18,7 @@ pub mod ask_user;
 pub mod audit;
 pub mod audit_replay;
 pub mod backend;
+mod background;
 pub mod capability;
 pub mod capability_diff;
 pub mod catalog;

@@ -106,7 +106,7 @@ impl AuditLog {
         let thread = std::thread::Builder::new()
             .name("toolhost-audit".into())
             .spawn(move || {
-                lower_priority();
+                crate::background::lower_priority();
                 writer.run(rx)
             })
             .context("starting the audit log's writer thread")?;
@@ -169,19 +169,6 @@ impl AuditLog {
 impl Drop for AuditLog {
     fn drop(&mut self) {
         self.close();
-    }
-}
-
-/// Makes the calling thread yield to the calls on a busy machine: the
-/// writer's work can wait, a call's cannot (Linux: a thread's own nice
-/// value; elsewhere nothing).
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: gettid and setpriority take no pointers; a failure leaves the
-    // priority as it was.
-    unsafe {
-        let tid = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
     }
 }
 

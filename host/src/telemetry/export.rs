@@ -6,8 +6,9 @@
 //!
 //! A call never wakes the exporter for a span of its own: only the first
 //! span into an empty buffer (the exporter is idle) and the span that fills
-//! a batch do; otherwise the exporter collects on its timer. Waking it for
-//! every span cost a call more than making the span.
+//! a batch (or half the buffer, when that is less) do; otherwise the
+//! exporter collects on its timer. Waking it for every span cost a call
+//! more than making the span (the audit writer learned the same).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -39,13 +40,17 @@ struct Buffer {
     spans: Mutex<Vec<SpanData>>,
     /// The most spans it holds (`[telemetry] queue`).
     capacity: usize,
+    /// The number of spans that wakes the exporter before its timer.
+    wake_at: usize,
     /// Wakes the exporter: a first span arrived, or a batch is full.
     ready: Notify,
 }
 
 impl Buffer {
+    /// What is buffered, leaving room for a batch so the calls' pushes
+    /// do not grow the buffer again.
     fn take(&self) -> Vec<SpanData> {
-        std::mem::take(&mut *self.spans.lock_unpoisoned())
+        std::mem::replace(&mut *self.spans.lock_unpoisoned(), Vec::with_capacity(BATCH.min(self.capacity)))
     }
 }
 
@@ -67,7 +72,7 @@ impl SpanProcessor for Queue {
             return;
         }
         spans.push(span);
-        let wake = matches!(spans.len(), 1 | BATCH);
+        let wake = spans.len() == 1 || spans.len() == self.buffer.wake_at;
         drop(spans);
         if wake {
             self.buffer.ready.notify_one();
@@ -110,12 +115,21 @@ impl Exporter {
             otlp_exporter(settings)?
         };
         otlp.set_resource(resource);
-        let buffer = Arc::new(Buffer { spans: Mutex::new(Vec::new()), capacity: settings.queue, ready: Notify::new() });
+        let capacity = settings.queue.max(1);
+        let buffer = Arc::new(Buffer {
+            spans: Mutex::new(Vec::with_capacity(BATCH.min(capacity))),
+            capacity,
+            wake_at: BATCH.min(capacity.div_ceil(2)),
+            ready: Notify::new(),
+        });
         let (flush, flushes) = mpsc::channel(4);
         let exporting = Exporting { otlp, buffer: buffer.clone(), metrics: metrics.clone() };
         std::thread::Builder::new()
             .name("toolhost-otlp".into())
-            .spawn(move || runtime.block_on(exporting.run(flushes)))
+            .spawn(move || {
+                crate::background::lower_priority();
+                runtime.block_on(exporting.run(flushes))
+            })
             .context("starting the exporter's thread")?;
         Ok((Queue { buffer, metrics }, Exporter { flush }))
     }
@@ -179,8 +193,8 @@ struct Exporting {
 
 impl Exporting {
     /// Idle until a first span or a flush; a batch is the spans that
-    /// arrive within [`BATCH_DELAY`] of its first (or until [`BATCH`] are
-    /// there); a flush sends what is buffered at once. Ends, sending what
+    /// arrive within [`BATCH_DELAY`] of its first (or until the buffer
+    /// wakes it early); a flush sends what is buffered at once. Ends, sending what
     /// is left, when the [`Exporter`] is dropped.
     async fn run(self, mut flushes: mpsc::Receiver<oneshot::Sender<()>>) {
         loop {
