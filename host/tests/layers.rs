@@ -37,6 +37,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("events", 0),
     ("types", 0),
     ("sync", 0),
+    ("background", 0),
     ("utc", 0),
     ("audit", 0),
     ("telemetry", 0),
