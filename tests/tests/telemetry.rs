@@ -1,8 +1,8 @@
-//! Traces and metrics end to end, with real receivers: an OTLP/HTTP
-//! receiver decoding with the official protobuf definitions
-//! (`support/otlp.rs`) gets the span trees of real calls, over MCP from
-//! `toolhost serve` and from the library; a real Prometheus server
-//! (`.ci/prometheus.sh`) scrapes `serve --metrics`.
+//! Traces and metrics end to end, with real receivers: OTLP receivers over
+//! HTTP and gRPC decoding with the official protobuf definitions
+//! (`support/otlp.rs`) get the span trees and the metrics of real calls,
+//! over MCP from `toolhost serve` and from the library; a real Prometheus
+//! server (`.ci/prometheus.sh`) scrapes `serve --metrics`.
 
 #[path = "support/otlp.rs"]
 mod otlp;
@@ -10,11 +10,11 @@ mod otlp;
 use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
-use otlp::{Receiver, Span, all_text, attr, children, of_trace, one};
+use otlp::{Receiver, Span, all_text, attr, children, metric, number, of_trace, one};
 use serde_json::{Value, json};
 use toolhost::settings::Settings;
 use toolhost::{PermissionAnswer, Toolhost};
-use toolhost_e2e::mcp::{HttpServer, Transport, client, raw};
+use toolhost_e2e::mcp::{HttpServer, Transport, client, raw, serve_args};
 use toolhost_e2e::{Scratch, call, guest, mcp_python, root};
 
 /// The W3C context an agent sends: its trace and the span of its tool call.
@@ -304,6 +304,97 @@ async fn a_hanging_or_missing_collector_neither_slows_nor_blocks_calls() {
         let dropped = wait_for_metric(&host, "toolhost_trace_spans_dropped_total", |n| n > 0);
         assert!(dropped <= (calls * 4) as u64, "{dropped}");
     }
+}
+
+/// `serve` pushes its metrics to the collector on
+/// `OTEL_METRIC_EXPORT_INTERVAL` while it runs, not only when it ends: the
+/// counts of the calls made, the latency histogram, the resource, and the
+/// headers of `OTEL_EXPORTER_OTLP_METRICS_HEADERS` on the metrics only.
+#[test]
+fn serve_pushes_its_metrics_over_otlp_on_the_interval() {
+    let scratch = Scratch::new();
+    let receiver = Receiver::start();
+    std::fs::write(scratch.work().join("toolhost.toml"), telemetry_toml(&receiver, "")).unwrap();
+    let mut args: Vec<String> = [
+        "env",
+        "OTEL_METRIC_EXPORT_INTERVAL=200",
+        "OTEL_EXPORTER_OTLP_METRICS_HEADERS=x-tenant=team%20a",
+        "OTEL_SERVICE_NAME=tools-east",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(serve_args(&["--http", "127.0.0.1:0", "--allow", "Bash"]));
+    let server = HttpServer::spawn(&scratch, &args);
+    let calls: u32 = 5;
+    for i in 0..calls {
+        let result =
+            modern_call(&server.addr(), "Bash", json!({"command": format!("echo {SECRET} {i}")}), json!({}), &[]);
+        assert_eq!(result["isError"], false, "{result}");
+    }
+    let bash = [("tool", "Bash"), ("outcome", "success")];
+    let export = receiver
+        .wait_metrics("the calls counted", |export| number(export, "toolhost_calls", &bash) == Some(f64::from(calls)));
+    // `server` still runs: the counts came on the interval, not at its end.
+    let Some(metric::Data::Histogram(phases)) = &metric(&export, "toolhost_call_phase_seconds").unwrap().data else {
+        panic!("the phases are a histogram")
+    };
+    let call_phase = phases
+        .data_points
+        .iter()
+        .find(|p| p.attributes.iter().any(|kv| kv.key == "phase" && format!("{:?}", kv.value).contains("\"call\"")))
+        .expect("a call phase point");
+    assert_eq!(call_phase.count, u64::from(calls));
+    assert_eq!(call_phase.bucket_counts.iter().sum::<u64>(), u64::from(calls));
+    let resource = export.resource_metrics[0].resource.as_ref().unwrap();
+    assert!(
+        resource
+            .attributes
+            .iter()
+            .any(|kv| kv.key == "service.name" && format!("{:?}", kv.value).contains("tools-east")),
+        "{resource:?}"
+    );
+    assert!(!format!("{export:?}").contains(SECRET), "the metrics carry tool input");
+    let exports = receiver.exports();
+    let tenant = |signal: &str| {
+        exports
+            .iter()
+            .filter(|(s, _)| s == signal)
+            .all(|(_, headers)| headers.contains(&("x-tenant".to_string(), "team a".to_string())))
+    };
+    assert!(tenant("metrics"), "{exports:?}");
+    assert!(exports.iter().any(|(s, _)| s == "traces"), "the traces went to the same collector: {exports:?}");
+    assert!(!tenant("traces"), "the metrics' own headers reached the traces: {exports:?}");
+}
+
+/// Over gRPC, to the official services: the spans and the metrics of the
+/// calls arrive, the metrics when the host flushes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_and_metrics_go_over_grpc() {
+    let scratch = Scratch::new();
+    let receiver = Receiver::grpc();
+    let mut settings = scratch.settings();
+    settings.builtins = false;
+    settings.plugins.push(guest("echo"));
+    settings.telemetry.protocol = Some("grpc".into());
+    let host = traced_host(&scratch, &receiver, settings).await;
+    let calls = 3;
+    for i in 0..calls {
+        let r = call(&host, "Echo", json!({"text": format!("{SECRET} {i}")}), PermissionAnswer::AllowOnce).await;
+        assert_eq!(r.text(), format!("{SECRET} {i}"));
+    }
+    flush(&host).await;
+
+    let spans = receiver
+        .wait("three call spans", |spans| spans.iter().filter(|s| s.name == "execute_tool Echo").count() == calls);
+    let first = spans.iter().find(|s| s.name == "execute_tool Echo").unwrap();
+    assert_eq!(children(&of_trace(&spans, &first.trace_id), first), ["call", "decide"]);
+    let export = receiver.wait_metrics("the calls counted", |export| {
+        number(export, "toolhost_calls", &[("tool", "Echo"), ("outcome", "success")]) == Some(calls as f64)
+    });
+    assert_eq!(number(&export, "toolhost_trace_spans_dropped", &[]), Some(0.0));
+    assert!(!all_text(&spans).contains(SECRET) && !format!("{export:?}").contains(SECRET));
+    let signals: std::collections::BTreeSet<String> = receiver.exports().into_iter().map(|(s, _)| s).collect();
+    assert_eq!(signals.into_iter().collect::<Vec<_>>(), ["metrics", "traces"]);
 }
 
 /// The value of an unlabelled metric once `done` says so (at most 20 s).

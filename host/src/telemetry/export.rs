@@ -1,8 +1,10 @@
-//! Getting finished spans to the collector without holding up a call: the
-//! span processor only puts a span in a bounded buffer (full: dropped and
-//! counted), and an exporter on a thread of its own takes batches from it
-//! and sends them with the OTLP exporter, each send bounded by a timeout. A
-//! collector that is down or slow costs the calls nothing but the drops.
+//! Getting finished spans and the metrics to the collector without holding
+//! up a call: the span processor only puts a span in a bounded buffer (full:
+//! dropped and counted), and an exporter on a thread of its own takes
+//! batches from it and sends them with the OTLP exporter, each send bounded
+//! by a timeout. The same thread pushes the metrics on their interval
+//! (`metrics_otlp.rs`). A collector that is down or slow costs the calls
+//! nothing but the drops.
 //!
 //! A call never wakes the exporter for a span of its own: only the first
 //! span into an empty buffer (the exporter is idle) and the span that fills
@@ -13,7 +15,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use opentelemetry::Context;
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
 use opentelemetry_sdk::Resource;
@@ -21,6 +23,8 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter as _, SpanProcessor};
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use super::metrics_otlp::{Pusher, Target};
+use super::otlp::{self, Signal, Transport};
 use super::{Metrics, TelemetrySettings};
 use crate::sync::MutexExt;
 
@@ -95,35 +99,49 @@ pub(super) struct Exporter {
 }
 
 impl Exporter {
-    /// Builds the OTLP exporter `settings` and the environment ask for,
-    /// its spans describing `resource`, and starts the thread that feeds it
-    /// (a single-threaded runtime of its own, so encoding and sending never
-    /// take the host's workers).
+    /// Starts the thread that sends spans (when `traces`: the [`Queue`]
+    /// for the tracer is returned) and pushes `metrics` (when `push` names
+    /// a target), both describing `resource`; the thread has a
+    /// single-threaded runtime of its own, so encoding and sending never
+    /// take the host's workers.
     pub(super) fn start(
         settings: &TelemetrySettings,
         resource: &Resource,
         metrics: Arc<Metrics>,
-    ) -> Result<(Queue, Exporter)> {
+        traces: bool,
+        push: Option<Target>,
+    ) -> Result<(Option<Queue>, Exporter)> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("starting the exporter's runtime")?;
         // A gRPC channel starts its connection task on the runtime it is
         // made in.
-        let mut otlp = {
+        let (otlp, pusher) = {
             let _inside = runtime.enter();
-            otlp_exporter(settings)?
+            let otlp = if traces {
+                let mut otlp = span_exporter(settings).context("starting the OTLP trace exporter")?;
+                otlp.set_resource(resource);
+                Some(otlp)
+            } else {
+                None
+            };
+            let interval = push.as_ref().map(Target::interval);
+            let pusher = match push {
+                Some(target) => Some(Pusher::new(target, resource).context("starting the OTLP metrics exporter")?),
+                None => None,
+            };
+            (otlp, pusher.zip(interval))
         };
-        otlp.set_resource(resource);
         let capacity = settings.queue.max(1);
         let buffer = Arc::new(Buffer {
-            spans: Mutex::new(Vec::with_capacity(BATCH.min(capacity))),
+            spans: Mutex::new(Vec::with_capacity(if traces { BATCH.min(capacity) } else { 0 })),
             capacity,
             wake_at: BATCH.min(capacity.div_ceil(2)),
             ready: Notify::new(),
         });
         let (flush, flushes) = mpsc::channel(4);
-        let exporting = Exporting { otlp, buffer: buffer.clone(), metrics: metrics.clone() };
+        let exporting = Exporting { otlp, pusher, buffer: buffer.clone(), metrics: metrics.clone() };
         std::thread::Builder::new()
             .name("toolhost-otlp".into())
             .spawn(move || {
@@ -131,10 +149,11 @@ impl Exporter {
                 runtime.block_on(exporting.run(flushes))
             })
             .context("starting the exporter's thread")?;
-        Ok((Queue { buffer, metrics }, Exporter { flush }))
+        let queue = traces.then(|| Queue { buffer, metrics });
+        Ok((queue, Exporter { flush }))
     }
 
-    /// Sends what is queued now, waiting at most `limit`.
+    /// Sends the spans queued now and the metrics, waiting at most `limit`.
     pub(super) async fn flush(&self, limit: Duration) {
         let (done, sent) = oneshot::channel();
         if self.flush.send(done).await.is_ok() {
@@ -143,90 +162,89 @@ impl Exporter {
     }
 }
 
-/// The exporter: gRPC when the settings (or `OTEL_EXPORTER_OTLP_PROTOCOL`)
-/// say `grpc`, else HTTP/protobuf; headers, timeout and an endpoint not in
-/// the settings come from the `OTEL_EXPORTER_OTLP_*` environment.
-fn otlp_exporter(settings: &TelemetrySettings) -> Result<opentelemetry_otlp::SpanExporter> {
-    let protocol = match &settings.protocol {
-        Some(p) => p.clone(),
-        None => std::env::var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-            .or_else(|_| std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL"))
-            .unwrap_or_else(|_| "http/protobuf".into()),
-    };
-    let endpoint = settings.otlp_endpoint.as_deref().map(|e| e.trim_end_matches('/'));
-    let exporter = match protocol.trim() {
-        "grpc" => {
+/// The span exporter the settings and the environment ask for; headers and
+/// the timeout come from the `OTEL_EXPORTER_OTLP_*` environment.
+fn span_exporter(settings: &TelemetrySettings) -> Result<opentelemetry_otlp::SpanExporter> {
+    let transport = otlp::transport(settings, Signal::Traces)?;
+    let endpoint = otlp::endpoint(settings, Signal::Traces, transport);
+    let exporter = match transport {
+        Transport::Grpc => {
             let mut builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
             if let Some(endpoint) = endpoint {
                 builder = builder.with_endpoint(endpoint);
             }
             builder.build()?
         }
-        "http/protobuf" => {
+        Transport::Http => {
             let mut builder =
                 opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
-            // As OTEL_EXPORTER_OTLP_ENDPOINT: the base, the signal's path added.
             if let Some(endpoint) = endpoint {
-                let url = if endpoint.ends_with("/v1/traces") {
-                    endpoint.to_owned()
-                } else {
-                    format!("{endpoint}/v1/traces")
-                };
-                builder = builder.with_endpoint(url);
+                builder = builder.with_endpoint(endpoint);
             }
             builder.build()?
         }
-        other => bail!(
-            "the OTLP protocol \"{other}\" is not supported; set [telemetry] protocol (or OTEL_EXPORTER_OTLP_PROTOCOL) \
-             to \"http/protobuf\" or \"grpc\""
-        ),
     };
     Ok(exporter)
 }
 
 /// The exporter's thread: what it sends with, and where from.
 struct Exporting {
-    otlp: opentelemetry_otlp::SpanExporter,
+    /// The span exporter, when traces are sent.
+    otlp: Option<opentelemetry_otlp::SpanExporter>,
+    /// The metrics pusher and its interval, when metrics are sent.
+    pusher: Option<(Pusher, Duration)>,
     buffer: Arc<Buffer>,
     metrics: Arc<Metrics>,
 }
 
 impl Exporting {
-    /// Idle until a first span or a flush; a batch is the spans that
-    /// arrive within [`BATCH_DELAY`] of its first (or until the buffer
-    /// wakes it early); a flush sends what is buffered at once. Ends, sending what
-    /// is left, when the [`Exporter`] is dropped.
+    /// Idle until a first span, a flush or the metrics' interval; a batch
+    /// is the spans that arrive within [`BATCH_DELAY`] of its first (or
+    /// until the buffer wakes it early); a flush sends what is buffered and
+    /// the metrics at once. Ends, sending what is left, when the
+    /// [`Exporter`] is dropped.
     async fn run(self, mut flushes: mpsc::Receiver<oneshot::Sender<()>>) {
+        // Without metrics to push the timer never fires.
+        let period = self.pusher.as_ref().map_or(Duration::from_secs(86_400 * 365), |(_, every)| *every);
+        let mut push_timer = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        push_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let flushed = tokio::select! {
-                () = self.buffer.ready.notified() => None,
-                request = flushes.recv() => match request {
-                    Some(done) => Some(done),
-                    None => {
-                        self.send(self.buffer.take()).await;
-                        return;
+            tokio::select! {
+                () = self.buffer.ready.notified() => {
+                    tokio::select! {
+                        () = tokio::time::sleep(BATCH_DELAY) => {}
+                        () = self.buffer.ready.notified() => {}
                     }
-                },
-            };
-            if flushed.is_none() {
-                tokio::select! {
-                    () = tokio::time::sleep(BATCH_DELAY) => {}
-                    () = self.buffer.ready.notified() => {}
+                    self.send(self.buffer.take()).await;
                 }
-            }
-            self.send(self.buffer.take()).await;
-            if let Some(done) = flushed {
-                let _ = done.send(());
+                _ = push_timer.tick(), if self.pusher.is_some() => self.push().await,
+                request = flushes.recv() => {
+                    self.send(self.buffer.take()).await;
+                    self.push().await;
+                    match request {
+                        Some(done) => {
+                            let _ = done.send(());
+                        }
+                        None => return,
+                    }
+                }
             }
         }
     }
 
+    async fn push(&self) {
+        if let Some((pusher, _)) = &self.pusher {
+            pusher.push(&self.metrics).await;
+        }
+    }
+
     async fn send(&self, mut spans: Vec<SpanData>) {
+        let Some(otlp) = &self.otlp else { return };
         while !spans.is_empty() {
             let rest = spans.split_off(spans.len().min(BATCH));
             let batch = std::mem::replace(&mut spans, rest);
             let n = batch.len() as u64;
-            match tokio::time::timeout(EXPORT_TIMEOUT, self.otlp.export(batch)).await {
+            match tokio::time::timeout(EXPORT_TIMEOUT, otlp.export(batch)).await {
                 Ok(Ok(())) => self.metrics.spans_exported.inc_by(n),
                 Ok(Err(e)) => {
                     self.metrics.spans_dropped.inc_by(n);

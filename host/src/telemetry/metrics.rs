@@ -48,6 +48,9 @@ pub struct Metrics {
     /// `toolhost_trace_spans_dropped_total`: queue full, exporter failed or
     /// too slow.
     pub spans_dropped: IntCounter,
+    /// `toolhost_metric_exports_failed_total`: pushes of these metrics to
+    /// the OTLP collector that failed or had no answer in time.
+    pub metric_exports_failed: IntCounter,
 }
 
 /// Latency buckets from 100 µs to 30 s.
@@ -97,6 +100,10 @@ impl Metrics {
                 "toolhost_trace_spans_dropped_total",
                 "Spans dropped: queue full, or the collector failed or was too slow",
             ),
+            metric_exports_failed: counter(
+                "toolhost_metric_exports_failed_total",
+                "Metric exports to the OTLP collector that failed or timed out",
+            ),
             registry,
         };
         metrics.register(Box::new(metrics.calls.clone()));
@@ -120,6 +127,7 @@ impl Metrics {
             &metrics.http_connections_total,
             &metrics.spans_exported,
             &metrics.spans_dropped,
+            &metrics.metric_exports_failed,
         ] {
             metrics.register(Box::new(counter.clone()));
         }

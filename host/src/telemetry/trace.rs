@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context as _, Result};
 use opentelemetry::propagation::TextMapPropagator as _;
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt as _, Tracer as _, TracerProvider as _};
 use opentelemetry::{Context, KeyValue};
@@ -16,54 +15,37 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, Span};
 
-use super::export::Exporter;
-use super::{Metrics, TelemetrySettings};
+use super::TelemetrySettings;
+use super::export::Queue;
 use crate::permission::{Behavior, Source};
 use crate::sync::MutexExt;
 
 /// Whether traces are configured: an endpoint in `[telemetry]` or in the
-/// `OTEL_EXPORTER_OTLP_ENDPOINT` / `..._TRACES_ENDPOINT` environment, and
-/// `OTEL_SDK_DISABLED` not `true`.
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` / `..._TRACES_ENDPOINT` environment,
+/// `OTEL_SDK_DISABLED` not `true` and `OTEL_TRACES_EXPORTER` not `none`.
 pub fn configured(settings: &TelemetrySettings) -> bool {
-    let env = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
-    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"));
-    !disabled
-        && (settings.otlp_endpoint.is_some()
-            || env("OTEL_EXPORTER_OTLP_ENDPOINT")
-            || env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+    super::otlp::configured(settings, super::otlp::Signal::Traces)
 }
 
-/// The tracer of a host with traces, and the exporter behind it.
+/// The tracer of a host with traces.
 pub struct Tracing {
     /// Holds the provider (and so the exporter's queue) alive.
     tracer: SdkTracer,
-    exporter: Exporter,
     record_input: bool,
 }
 
 impl Tracing {
     /// A tracer sampling `sample_ratio` of the calls whose caller did not
-    /// decide, exporting through a bounded queue whose drops are counted in
-    /// `metrics`.
-    pub(super) fn start(settings: &TelemetrySettings, metrics: Arc<Metrics>) -> Result<Self> {
-        let mut resource = Resource::builder();
-        match &settings.service_name {
-            Some(name) => resource = resource.with_service_name(name.clone()),
-            None if std::env::var_os("OTEL_SERVICE_NAME").is_none() => {
-                resource = resource.with_service_name("toolhost")
-            }
-            None => {}
-        }
-        let resource = resource.build();
-        let (processor, exporter) =
-            Exporter::start(settings, &resource, metrics).context("starting the OTLP trace exporter")?;
+    /// decide, its spans describing `resource`, ended spans going to
+    /// `queue`.
+    pub(super) fn new(settings: &TelemetrySettings, resource: Resource, queue: Queue) -> Self {
         let provider = SdkTracerProvider::builder()
-            .with_span_processor(processor)
+            .with_span_processor(queue)
             .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(settings.sample_ratio))))
             .with_resource(resource)
             .build();
         let tracer = provider.tracer("toolhost");
-        Ok(Tracing { tracer, exporter, record_input: settings.record_input })
+        Tracing { tracer, record_input: settings.record_input }
     }
 
     /// Whether input and output are recorded (redacted) on call spans.
@@ -93,11 +75,6 @@ impl Tracing {
             cx,
             notes: Mutex::default(),
         }
-    }
-
-    /// Sends what is queued, waiting at most `limit`.
-    pub(super) async fn flush(&self, limit: std::time::Duration) {
-        self.exporter.flush(limit).await;
     }
 }
 

@@ -1,33 +1,71 @@
-//! An OTLP/HTTP trace receiver for the telemetry tests: a real HTTP server
-//! on a loopback port that decodes each `POST /v1/traces` body with the
-//! official protobuf definitions (the `opentelemetry-proto` crate) and
-//! keeps the spans. It can also be slow: accept, read, and never answer.
+//! OTLP receivers for the telemetry tests, decoding with the official
+//! protobuf definitions (the `opentelemetry-proto` crate): over HTTP, a
+//! real server on a loopback port taking `POST /v1/traces` and
+//! `POST /v1/metrics`; over gRPC, a tonic server of the official trace and
+//! metrics services. Both keep the spans, the metric exports and the
+//! headers each export came with. The HTTP one can also hang: accept, read,
+//! and never answer.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::{
+    MetricsService, MetricsServiceServer,
+};
+use opentelemetry_proto::tonic::collector::metrics::v1::{ExportMetricsServiceRequest, ExportMetricsServiceResponse};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
+pub use opentelemetry_proto::tonic::metrics::v1::metric;
+use opentelemetry_proto::tonic::metrics::v1::{Metric, number_data_point};
 pub use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
 
+/// What a receiver got, shared by its connections.
+#[derive(Default)]
+struct Received {
+    spans: Vec<Span>,
+    service_names: Vec<String>,
+    /// Every metric export, in arrival order.
+    metrics: Vec<ExportMetricsServiceRequest>,
+    /// Each export's signal (`traces`, `metrics`) and its headers (names
+    /// lowercase).
+    exports: Vec<(String, Vec<(String, String)>)>,
+}
+
+impl Received {
+    fn traces(&mut self, request: ExportTraceServiceRequest) {
+        for resource in request.resource_spans {
+            let service = resource
+                .resource
+                .iter()
+                .flat_map(|r| &r.attributes)
+                .find(|kv| kv.key == "service.name")
+                .and_then(|kv| text(kv.value.as_ref()?.value.as_ref()?));
+            self.service_names.extend(service);
+            for scope in resource.scope_spans {
+                self.spans.extend(scope.spans);
+            }
+        }
+    }
+}
+
 /// A running receiver; its threads end with the test process.
 pub struct Receiver {
-    port: u16,
-    spans: Arc<Mutex<Vec<Span>>>,
-    service_names: Arc<Mutex<Vec<String>>>,
+    url: String,
+    received: Arc<Mutex<Received>>,
 }
 
 impl Receiver {
-    /// A receiver that answers every export at once.
+    /// An OTLP/HTTP receiver that answers every export at once.
     pub fn start() -> Self {
         Self::listen(false)
     }
 
-    /// A receiver that takes every export and never answers it (a
-    /// collector that hangs).
+    /// An OTLP/HTTP receiver that takes every export and never answers it
+    /// (a collector that hangs).
     pub fn hanging() -> Self {
         Self::listen(true)
     }
@@ -35,31 +73,62 @@ impl Receiver {
     fn listen(hang: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("binding the OTLP receiver");
         let port = listener.local_addr().unwrap().port();
-        let spans = Arc::new(Mutex::new(Vec::new()));
-        let service_names = Arc::new(Mutex::new(Vec::new()));
-        let (kept, names) = (spans.clone(), service_names.clone());
+        let received = Arc::new(Mutex::new(Received::default()));
+        let kept = received.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().map_while(Result::ok) {
-                let (kept, names) = (kept.clone(), names.clone());
-                std::thread::spawn(move || serve(stream, hang, &kept, &names));
+                let kept = kept.clone();
+                std::thread::spawn(move || serve(stream, hang, &kept));
             }
         });
-        Receiver { port, spans, service_names }
+        Receiver { url: format!("http://127.0.0.1:{port}"), received }
+    }
+
+    /// An OTLP/gRPC receiver: the official trace and metrics services.
+    pub fn grpc() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding the OTLP/gRPC receiver");
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let received = Arc::new(Mutex::new(Received::default()));
+        let services = Services(received.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                tonic::transport::Server::builder()
+                    .add_service(TraceServiceServer::new(services.clone()))
+                    .add_service(MetricsServiceServer::new(services))
+                    .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                    .await
+                    .expect("the OTLP/gRPC receiver");
+            });
+        });
+        Receiver { url: format!("http://127.0.0.1:{port}"), received }
     }
 
     /// The base URL (`[telemetry] otlp_endpoint`).
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.url.clone()
     }
 
     /// Every span received so far.
     pub fn spans(&self) -> Vec<Span> {
-        self.spans.lock().unwrap().clone()
+        self.received.lock().unwrap().spans.clone()
     }
 
-    /// The `service.name` of every export so far.
+    /// The `service.name` of every trace export so far.
     pub fn service_names(&self) -> Vec<String> {
-        self.service_names.lock().unwrap().clone()
+        self.received.lock().unwrap().service_names.clone()
+    }
+
+    /// Every metric export so far.
+    pub fn metric_exports(&self) -> Vec<ExportMetricsServiceRequest> {
+        self.received.lock().unwrap().metrics.clone()
+    }
+
+    /// The signal and the headers of every export so far.
+    pub fn exports(&self) -> Vec<(String, Vec<(String, String)>)> {
+        self.received.lock().unwrap().exports.clone()
     }
 
     /// Waits (at most 20 s) until the spans received satisfy `done`;
@@ -76,50 +145,115 @@ impl Receiver {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+
+    /// Waits (at most 20 s) for a metric export in which `done` holds;
+    /// returns that export.
+    pub fn wait_metrics(
+        &self,
+        what: &str,
+        done: impl Fn(&ExportMetricsServiceRequest) -> bool,
+    ) -> ExportMetricsServiceRequest {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(found) = self.metric_exports().into_iter().rev().find(|r| done(r)) {
+                return found;
+            }
+            let n = self.metric_exports().len();
+            assert!(Instant::now() < deadline, "timed out waiting for {what}; {n} metric exports so far");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The gRPC services, keeping what they receive.
+#[derive(Clone)]
+struct Services(Arc<Mutex<Received>>);
+
+fn grpc_headers(metadata: &tonic::metadata::MetadataMap) -> Vec<(String, String)> {
+    metadata
+        .iter()
+        .filter_map(|entry| match entry {
+            tonic::metadata::KeyAndValueRef::Ascii(key, value) => {
+                Some((key.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+            }
+            tonic::metadata::KeyAndValueRef::Binary(..) => None,
+        })
+        .collect()
+}
+
+#[tonic::async_trait]
+impl TraceService for Services {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let mut received = self.0.lock().unwrap();
+        received.exports.push(("traces".into(), grpc_headers(request.metadata())));
+        received.traces(request.into_inner());
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+#[tonic::async_trait]
+impl MetricsService for Services {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportMetricsServiceRequest>,
+    ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+        let mut received = self.0.lock().unwrap();
+        received.exports.push(("metrics".into(), grpc_headers(request.metadata())));
+        received.metrics.push(request.into_inner());
+        Ok(tonic::Response::new(ExportMetricsServiceResponse::default()))
+    }
 }
 
 /// One connection: requests one after the other (the exporter keeps it
 /// alive).
-fn serve(stream: TcpStream, hang: bool, kept: &Mutex<Vec<Span>>, names: &Mutex<Vec<String>>) {
+fn serve(stream: TcpStream, hang: bool, received: &Mutex<Received>) {
     let mut writer = stream.try_clone().expect("cloning the stream");
     let mut reader = BufReader::new(stream);
     loop {
         let mut length = 0usize;
-        let mut first = true;
+        let mut signal = None;
+        let mut headers = Vec::new();
         loop {
             let mut line = String::new();
             if reader.read_line(&mut line).unwrap_or(0) == 0 {
                 return;
             }
-            if first {
-                assert!(line.starts_with("POST /v1/traces "), "the exporter sent {line:?}");
-                first = false;
+            if signal.is_none() {
+                signal = Some(match line.split(' ').take(2).collect::<Vec<_>>()[..] {
+                    ["POST", "/v1/traces"] => "traces",
+                    ["POST", "/v1/metrics"] => "metrics",
+                    _ => panic!("the exporter sent {line:?}"),
+                });
+                continue;
             }
             let line = line.trim_end();
             if line.is_empty() {
                 break;
             }
-            if let Some((name, value)) = line.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().expect("a Content-Length");
+            if let Some((name, value)) = line.split_once(':') {
+                let (name, value) = (name.trim().to_ascii_lowercase(), value.trim().to_owned());
+                if name == "content-length" {
+                    length = value.parse().expect("a Content-Length");
+                }
+                headers.push((name, value));
             }
         }
         let mut body = vec![0; length];
         if reader.read_exact(&mut body).is_err() {
             return;
         }
-        let request = ExportTraceServiceRequest::decode(body.as_slice()).expect("an OTLP trace export");
-        for resource in request.resource_spans {
-            let service = resource
-                .resource
-                .iter()
-                .flat_map(|r| &r.attributes)
-                .find(|kv| kv.key == "service.name")
-                .and_then(|kv| text(kv.value.as_ref()?.value.as_ref()?));
-            names.lock().unwrap().extend(service);
-            for scope in resource.scope_spans {
-                kept.lock().unwrap().extend(scope.spans);
+        {
+            let mut received = received.lock().unwrap();
+            let signal = signal.expect("a request line");
+            received.exports.push((signal.into(), headers));
+            if signal == "traces" {
+                received.traces(ExportTraceServiceRequest::decode(body.as_slice()).expect("an OTLP trace export"));
+            } else {
+                let request = ExportMetricsServiceRequest::decode(body.as_slice()).expect("an OTLP metrics export");
+                received.metrics.push(request);
             }
         }
         if hang {
@@ -131,6 +265,37 @@ fn serve(stream: TcpStream, hang: bool, kept: &Mutex<Vec<Span>>, names: &Mutex<V
             return;
         }
     }
+}
+
+/// The metric named `name` in `export`, if there.
+pub fn metric<'a>(export: &'a ExportMetricsServiceRequest, name: &str) -> Option<&'a Metric> {
+    export.resource_metrics.iter().flat_map(|r| &r.scope_metrics).flat_map(|s| &s.metrics).find(|m| m.name == name)
+}
+
+/// The value of the sum or gauge `name` in `export` at the point whose
+/// attributes include every one of `labels`, summed over such points.
+pub fn number(export: &ExportMetricsServiceRequest, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let points = match &metric(export, name)?.data {
+        Some(metric::Data::Sum(sum)) => &sum.data_points,
+        Some(metric::Data::Gauge(gauge)) => &gauge.data_points,
+        _ => return None,
+    };
+    let matching: Vec<f64> = points
+        .iter()
+        .filter(|p| {
+            labels.iter().all(|(key, want)| {
+                p.attributes.iter().any(|kv| {
+                    kv.key == *key && kv.value.as_ref().and_then(|v| text(v.value.as_ref()?)).as_deref() == Some(*want)
+                })
+            })
+        })
+        .map(|p| match p.value {
+            Some(number_data_point::Value::AsDouble(v)) => v,
+            Some(number_data_point::Value::AsInt(i)) => i as f64,
+            None => 0.0,
+        })
+        .collect();
+    (!matching.is_empty()).then(|| matching.iter().sum())
 }
 
 fn text(value: &Value) -> Option<String> {
