@@ -4,7 +4,12 @@
 //! machine's load reaches every row alike: telemetry off; metrics only (as
 //! `serve --metrics`); and traces at `sample_ratio = 1.0` sent over
 //! OTLP/HTTP to a real receiver (`tests/tests/support/otlp.rs`, decoding
-//! every export), with metrics.
+//! every export), with metrics; the same with a collector that hangs (the
+//! spans are made and queued, then dropped: the calls' side alone). Beside
+//! them, in the same rounds, the
+//! OpenTelemetry SDK alone making a traced call's three spans and ending
+//! them into a processor that drops them: the floor the traced row cannot
+//! go under while its spans are the SDK's.
 //!
 //! Run: `cargo bench -p toolhost-e2e --bench telemetry` (`ITERATIONS`,
 //! default 20 000 per host).
@@ -43,10 +48,17 @@ async fn main() {
     let mut traced = settings.clone();
     traced.telemetry.otlp_endpoint = Some(receiver.url());
     traced.telemetry.sample_ratio = 1.0;
+    // The same spans made and queued, but the collector takes the first
+    // export and never answers: the rest are dropped at the queue, so this
+    // row is the calls' own side of tracing without the export work.
+    let hanging = otlp::Receiver::hanging();
+    let mut unsent = traced.clone();
+    unsent.telemetry.otlp_endpoint = Some(hanging.url());
     let hosts = [
         ("telemetry off", build(settings.clone(), false).await),
         ("metrics only", build(settings, true).await),
         ("traces (sampling 1.0) + metrics", build(traced, true).await),
+        ("  the same, collector hanging", build(unsent, true).await),
     ];
     let state = Arc::new(AgentState::new());
     let input = json!({"text": "hi"}).to_string();
@@ -56,7 +68,12 @@ async fn main() {
         }
     }
     let mut samples: Vec<Vec<Duration>> = hosts.iter().map(|_| Vec::with_capacity(iterations)).collect();
+    let floor = SdkFloor::new();
+    let mut floor_samples = Vec::with_capacity(iterations);
     for _ in 0..ROUNDS {
+        for _ in 0..iterations / ROUNDS {
+            floor_samples.push(floor.three_spans());
+        }
         for ((_, host), samples) in hosts.iter().zip(&mut samples) {
             for _ in 0..iterations / ROUNDS {
                 let start = Instant::now();
@@ -85,10 +102,78 @@ async fn main() {
         let m = mean(samples);
         println!("{name:<34} {p50:>9.1} {p99:>9.1} {m:>9.1} {:>9.3}x {:>10.3}x", p50 / off_p50, m / off_mean);
     }
+    let p50 = us(percentile(&mut floor_samples, 0.50));
+    let p99 = us(percentile(&mut floor_samples, 0.99));
+    let m = mean(&floor_samples);
+    let name = "SDK alone: the 3 spans, dropped";
+    println!(
+        "{name:<34} {p50:>9.1} {p99:>9.1} {m:>9.1} {:>9.3}  {:>10.3}   (share of an untraced call)",
+        p50 / off_p50,
+        m / off_mean
+    );
     println!(
         "spans received by the OTLP receiver: {} (exported {exported}, dropped {dropped})",
         receiver.spans().len()
     );
+}
+
+/// The OpenTelemetry SDK configured as toolhost configures it (parent-based
+/// ratio sampler at 1.0), its ended spans dropped.
+struct SdkFloor {
+    tracer: opentelemetry_sdk::trace::SdkTracer,
+}
+
+#[derive(Debug)]
+struct Discard;
+
+impl opentelemetry_sdk::trace::SpanProcessor for Discard {
+    fn on_start(&self, _: &mut opentelemetry_sdk::trace::Span, _: &opentelemetry::Context) {}
+    fn on_end(&self, span: opentelemetry_sdk::trace::SpanData) {
+        std::hint::black_box(span);
+    }
+    fn force_flush(&self) -> opentelemetry_sdk::error::OTelSdkResult {
+        Ok(())
+    }
+    fn shutdown_with_timeout(&self, _: Duration) -> opentelemetry_sdk::error::OTelSdkResult {
+        Ok(())
+    }
+}
+
+impl SdkFloor {
+    fn new() -> Self {
+        use opentelemetry::trace::TracerProvider as _;
+        use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(Discard)
+            .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(1.0))))
+            .build();
+        SdkFloor { tracer: provider.tracer("toolhost") }
+    }
+
+    /// A call span with the attributes a traced call gets, and its
+    /// `decide` and `call` children: the time to make and end them.
+    fn three_spans(&self) -> Duration {
+        use opentelemetry::KeyValue;
+        use opentelemetry::trace::{Span as _, TraceContextExt as _, Tracer as _};
+        let start = Instant::now();
+        let mut call =
+            self.tracer.build(self.tracer.span_builder(format!("execute_tool {}", "Echo")).with_attributes([
+                KeyValue::new("gen_ai.operation.name", "execute_tool"),
+                KeyValue::new("gen_ai.tool.name", "Echo".to_owned()),
+                KeyValue::new("gen_ai.tool.call.id", "call-1".to_owned()),
+            ]));
+        let cx = opentelemetry::Context::new().with_remote_span_context(call.span_context().clone());
+        for name in ["decide", "call"] {
+            let mut child = self.tracer.build_with_context(self.tracer.span_builder(name), &cx);
+            child.end();
+        }
+        for (key, value) in [("toolhost.mode", "default"), ("toolhost.outcome", "success")] {
+            call.set_attribute(KeyValue::new(key, value));
+        }
+        call.set_attribute(KeyValue::new("toolhost.output.bytes", 2));
+        call.end();
+        start.elapsed()
+    }
 }
 
 fn metric(text: &str, name: &str) -> u64 {

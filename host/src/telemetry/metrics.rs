@@ -2,11 +2,16 @@
 //! their text exposition for `/metrics`. Front ends add their own families
 //! to the same registry ([`Metrics::registry`]).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use prometheus::{
-    Encoder as _, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Encoder as _, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
 };
+
+use crate::sync::{MutexExt as _, RwLockExt as _};
 
 /// Every metric of the host. Counters only go up; gauges are read or set
 /// when something changes.
@@ -51,6 +56,57 @@ pub struct Metrics {
     /// `toolhost_metric_exports_failed_total`: pushes of these metrics to
     /// the OTLP collector that failed or had no answer in time.
     pub metric_exports_failed: IntCounter,
+    /// Each tool's series, looked up once per call rather than once per
+    /// series (tool names are registered names: the map stays small).
+    tools: RwLock<HashMap<String, Arc<ToolMetrics>>>,
+}
+
+/// The series of one tool: its phase histograms and its call counters by
+/// outcome and step.
+#[derive(Debug)]
+pub struct ToolMetrics {
+    tool: String,
+    calls: IntCounterVec,
+    decision: Histogram,
+    queue_wait: Histogram,
+    call: Histogram,
+    /// `(outcome, step)` → its counter, filled as they occur.
+    counted: Mutex<Vec<(&'static str, &'static str, IntCounter)>>,
+}
+
+/// A phase of a call, as `toolhost_call_phase_seconds{phase}` names it.
+#[derive(Debug, Clone, Copy)]
+pub enum Phase {
+    /// The decision instance and the engine.
+    Decision,
+    /// Waiting for an instance slot.
+    QueueWait,
+    /// The call instance and the middleware chain.
+    Call,
+}
+
+impl ToolMetrics {
+    /// Counts a call that ended as `outcome`, decided at `step`.
+    pub fn count(&self, outcome: &'static str, step: &'static str) {
+        let mut counted = self.counted.lock_unpoisoned();
+        if let Some((_, _, counter)) = counted.iter().find(|(o, s, _)| *o == outcome && *s == step) {
+            counter.inc();
+            return;
+        }
+        let counter = self.calls.with_label_values(&[self.tool.as_str(), outcome, step]);
+        counter.inc();
+        counted.push((outcome, step, counter));
+    }
+
+    /// Observes `elapsed` as `phase` of a call.
+    pub fn phase(&self, phase: Phase, elapsed: Duration) {
+        let histogram = match phase {
+            Phase::Decision => &self.decision,
+            Phase::QueueWait => &self.queue_wait,
+            Phase::Call => &self.call,
+        };
+        histogram.observe(elapsed.as_secs_f64());
+    }
 }
 
 /// Latency buckets from 100 µs to 30 s.
@@ -105,6 +161,7 @@ impl Metrics {
                 "Metric exports to the OTLP collector that failed or timed out",
             ),
             registry,
+            tools: RwLock::default(),
         };
         metrics.register(Box::new(metrics.calls.clone()));
         metrics.register(Box::new(metrics.phase_seconds.clone()));
@@ -143,9 +200,22 @@ impl Metrics {
         &self.registry
     }
 
-    /// Observes `elapsed` as `phase` of a call of `tool`.
-    pub fn phase(&self, tool: &str, phase: &str, elapsed: Duration) {
-        self.phase_seconds.with_label_values(&[tool, phase]).observe(elapsed.as_secs_f64());
+    /// The series of `tool` (a registered name or
+    /// [`super::UNKNOWN_TOOL`]).
+    pub fn tool(&self, tool: &str) -> Arc<ToolMetrics> {
+        if let Some(series) = self.tools.read_unpoisoned().get(tool) {
+            return series.clone();
+        }
+        let phase = |name: &str| self.phase_seconds.with_label_values(&[tool, name]);
+        let series = Arc::new(ToolMetrics {
+            tool: tool.to_owned(),
+            calls: self.calls.clone(),
+            decision: phase("decision"),
+            queue_wait: phase("queue_wait"),
+            call: phase("call"),
+            counted: Mutex::default(),
+        });
+        self.tools.write_unpoisoned().entry(tool.to_owned()).or_insert(series).clone()
     }
 
     /// Raises `counter` to `total`, a count kept elsewhere (the audit
@@ -170,5 +240,29 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tools_series_are_made_once_and_count_into_the_registry() {
+        let metrics = Metrics::new();
+        let first = metrics.tool("Read");
+        assert!(Arc::ptr_eq(&first, &metrics.tool("Read")), "the series are looked up, not made again");
+        first.count("success", "allow_rule");
+        metrics.tool("Read").count("success", "allow_rule");
+        metrics.tool("Read").count("denied", "deny_rule");
+        metrics.tool("Read").phase(Phase::QueueWait, Duration::from_millis(2));
+        let text = metrics.render();
+        for line in [
+            r#"toolhost_calls_total{outcome="success",step="allow_rule",tool="Read"} 2"#,
+            r#"toolhost_calls_total{outcome="denied",step="deny_rule",tool="Read"} 1"#,
+            r#"toolhost_call_phase_seconds_count{phase="queue_wait",tool="Read"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} missing from {text}");
+        }
     }
 }

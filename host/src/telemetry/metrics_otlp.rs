@@ -320,10 +320,13 @@ mod tests {
     #[test]
     fn counters_gauges_and_histograms_map_as_the_otel_data_model_says() {
         let metrics = Metrics::new();
-        metrics.calls.with_label_values(&["Read", "ok", "allow_rule"]).inc_by(3);
+        let read = metrics.tool("Read");
+        for _ in 0..3 {
+            read.count("ok", "allow_rule");
+        }
         metrics.calls_waiting.set(2);
         for ms in [0.05, 0.3, 0.3, 40_000.0] {
-            metrics.phase("Read", "call", Duration::from_secs_f64(ms / 1000.0));
+            read.phase(crate::telemetry::metrics::Phase::Call, Duration::from_secs_f64(ms / 1000.0));
         }
         let request = request(&metrics.registry().gather(), &ProtoResource::default(), 10, 20);
         let scope = &request.resource_metrics[0].scope_metrics[0];

@@ -27,6 +27,11 @@ pub fn configured(settings: &TelemetrySettings) -> bool {
     super::otlp::configured(settings, super::otlp::Signal::Traces)
 }
 
+/// The most attributes a call span gets: the three it starts with, the
+/// decision's four, mode, plugin, outcome, output bytes, duration, input
+/// and output.
+const CALL_ATTRIBUTES: usize = 16;
+
 /// The tracer of a host with traces.
 pub struct Tracing {
     /// Holds the provider (and so the exporter's queue) alive.
@@ -58,12 +63,16 @@ impl Tracing {
     /// its trace context.
     pub fn call_span(&self, tool: &str, call_id: &str, parent: Option<&TraceParent>) -> CallTrace {
         let parent_cx = parent.map(TraceParent::context).unwrap_or_default();
-        let builder =
-            self.tracer.span_builder(format!("execute_tool {tool}")).with_kind(SpanKind::Internal).with_attributes([
-                KeyValue::new("gen_ai.operation.name", "execute_tool"),
-                KeyValue::new("gen_ai.tool.name", tool.to_owned()),
-                KeyValue::new("gen_ai.tool.call.id", call_id.to_owned()),
-            ]);
+        // Room for every attribute the call gets (`complete_span`), so
+        // setting them never regrows and copies the list.
+        let mut attributes = Vec::with_capacity(CALL_ATTRIBUTES);
+        attributes.extend([
+            KeyValue::new("gen_ai.operation.name", "execute_tool"),
+            KeyValue::new("gen_ai.tool.name", tool.to_owned()),
+            KeyValue::new("gen_ai.tool.call.id", call_id.to_owned()),
+        ]);
+        let mut builder = self.tracer.span_builder(format!("execute_tool {tool}")).with_kind(SpanKind::Internal);
+        builder.attributes = Some(attributes);
         let span = self.tracer.build_with_context(builder, &parent_cx);
         let recording = span.is_recording();
         let cx = Context::new().with_remote_span_context(span.span_context().clone());
@@ -157,9 +166,9 @@ impl CallTrace {
         f(&mut self.notes.lock_unpoisoned());
     }
 
-    /// What was noted.
-    pub fn notes(&self) -> Notes {
-        self.notes.lock_unpoisoned().clone()
+    /// What was noted, taken out (once the call ended).
+    pub fn take_notes(&self) -> Notes {
+        std::mem::take(&mut *self.notes.lock_unpoisoned())
     }
 
     fn child_of(&self, parent: &Context, name: Cow<'static, str>) -> Option<Child> {
@@ -229,9 +238,10 @@ pub async fn within<F: Future>(scope: Option<Scope>, f: F) -> F::Output {
 /// Runs `f` with `child` as the parent of the spans it starts (the inner
 /// layers of a middleware, the operations of an instance).
 pub async fn inside<F: Future>(child: &Option<Child>, f: F) -> F::Output {
-    match (child, current()) {
-        (Some(child), Some(scope)) => CURRENT.scope(Scope { call: scope.call, parent: child.cx.clone() }, f).await,
-        _ => f.await,
+    let scope = child.as_ref().and_then(|child| Some(Scope { call: current()?.call, parent: child.cx.clone() }));
+    match scope {
+        Some(scope) => CURRENT.scope(scope, f).await,
+        None => f.await,
     }
 }
 

@@ -154,7 +154,11 @@ impl Toolhost {
             Err(LookupError::Load(e)) => return fail(format!("could not load tool '{}': {e}", request.tool)).await,
         };
         crate::audit::note(|a| a.tool(&loaded.info.sha256));
-        trace::note(|t| t.note(|n| n.sha256 = Some(loaded.info.sha256.clone())));
+        trace::note(|t| {
+            if t.recording() {
+                t.note(|n| n.sha256 = Some(loaded.info.sha256.clone()));
+            }
+        });
         let input: serde_json::Value = match serde_json::from_str(&request.input) {
             Ok(v) => v,
             Err(e) => return fail(format!("Input for tool '{}' is not valid JSON: {e}", request.tool)).await,

@@ -13,6 +13,7 @@ use super::{CallRequest, Toolhost};
 use crate::events::CallEvent;
 use crate::permission::Behavior;
 use crate::response::{ContentBlock, ToolResponse};
+use crate::telemetry::metrics::Phase;
 use crate::telemetry::trace::{self, CallTrace, Notes};
 use crate::telemetry::{Metrics, Telemetry, UNKNOWN_TOOL};
 
@@ -73,18 +74,20 @@ impl Toolhost {
             call.set(KeyValue::new("gen_ai.tool.call.arguments", input));
         }
         let response = trace::scope(call.clone(), self.run_logged(request, events)).await;
-        let notes = call.notes();
+        let notes = call.take_notes();
         let allowed = notes.decision.as_ref().is_some_and(|d| d.0 == Behavior::Allow)
             || notes.answer.is_some_and(|a| a != "deny");
         let outcome = outcome(response.as_ref(), allowed);
         let step = notes.decision.as_ref().map_or("none", |d| d.1.as_str());
-        let metrics = telemetry.metrics();
-        metrics.calls.with_label_values(&[tool.as_str(), outcome, step]).inc();
-        for (phase, time) in
-            [("decision", notes.decision_time), ("queue_wait", notes.queue_wait), ("call", notes.call_time)]
-        {
+        let series = telemetry.metrics().tool(&tool);
+        series.count(outcome, step);
+        for (phase, time) in [
+            (Phase::Decision, notes.decision_time),
+            (Phase::QueueWait, notes.queue_wait),
+            (Phase::Call, notes.call_time),
+        ] {
             if let Some(time) = time {
-                metrics.phase(&tool, phase, time);
+                series.phase(phase, time);
             }
         }
         if call.recording() {
