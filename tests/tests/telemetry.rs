@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use toolhost::settings::Settings;
 use toolhost::{PermissionAnswer, Toolhost};
 use toolhost_e2e::mcp::{HttpServer, Transport, client, raw, serve_args};
-use toolhost_e2e::{Scratch, call, guest, mcp_python, root};
+use toolhost_e2e::{Scratch, call, guest, mcp_python, root, toolhost_bin};
 
 /// The W3C context an agent sends: its trace and the span of its tool call.
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -395,6 +395,34 @@ async fn traces_and_metrics_go_over_grpc() {
     assert!(!all_text(&spans).contains(SECRET) && !format!("{export:?}").contains(SECRET));
     let signals: std::collections::BTreeSet<String> = receiver.exports().into_iter().map(|(s, _)| s).collect();
     assert_eq!(signals.into_iter().collect::<Vec<_>>(), ["metrics", "traces"]);
+}
+
+/// An `OTEL_*` value toolhost cannot read stops `serve` with an error
+/// naming the variable (and, unless it may be a secret, the value), rather
+/// than sending without the API key or on a made-up interval.
+#[test]
+fn an_unreadable_otel_variable_stops_the_start_and_is_named() {
+    let scratch = Scratch::new();
+    for (name, value, quoted) in [
+        ("OTEL_EXPORTER_OTLP_HEADERS", "api-key s3cret-value", false),
+        ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "soon", true),
+        ("OTEL_METRIC_EXPORT_INTERVAL", "0", true),
+    ] {
+        let out = std::process::Command::new(toolhost_bin())
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .current_dir(scratch.work())
+            .env("HOME", scratch.dir.path())
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+            .env(name, value)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("running toolhost serve");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}={value}: serve started; it said {stderr}");
+        assert!(stderr.contains(name), "{name}={value}: {stderr}");
+        // A header may be a secret: it is not quoted back.
+        assert_eq!(stderr.contains(value), quoted, "{name}={value}: {stderr}");
+    }
 }
 
 /// The value of an unlabelled metric once `done` says so (at most 20 s).

@@ -117,21 +117,18 @@ impl Exporter {
             .context("starting the exporter's runtime")?;
         // A gRPC channel starts its connection task on the runtime it is
         // made in.
-        let (otlp, pusher) = {
+        let built = {
             let _inside = runtime.enter();
-            let otlp = if traces {
-                let mut otlp = span_exporter(settings).context("starting the OTLP trace exporter")?;
-                otlp.set_resource(resource);
-                Some(otlp)
-            } else {
-                None
-            };
-            let interval = push.as_ref().map(Target::interval);
-            let pusher = match push {
-                Some(target) => Some(Pusher::new(target, resource).context("starting the OTLP metrics exporter")?),
-                None => None,
-            };
-            (otlp, pusher.zip(interval))
+            exporters(settings, resource, traces, push)
+        };
+        let (otlp, pusher) = match built {
+            Ok(exporters) => exporters,
+            Err(e) => {
+                // Dropping a runtime waits for its tasks, which the async
+                // context this runs in forbids.
+                runtime.shutdown_background();
+                return Err(e);
+            }
         };
         let capacity = settings.queue.max(1);
         let buffer = Arc::new(Buffer {
@@ -162,9 +159,38 @@ impl Exporter {
     }
 }
 
+/// The span exporter (when `traces`) and the metrics pusher (when `push`),
+/// describing `resource`; the pusher with its interval.
+fn exporters(
+    settings: &TelemetrySettings,
+    resource: &Resource,
+    traces: bool,
+    push: Option<Target>,
+) -> Result<(Option<opentelemetry_otlp::SpanExporter>, Option<(Pusher, Duration)>)> {
+    let otlp = if traces {
+        let mut otlp = span_exporter(settings).context("starting the OTLP trace exporter")?;
+        otlp.set_resource(resource);
+        Some(otlp)
+    } else {
+        None
+    };
+    let pusher = match push {
+        Some(target) => {
+            let interval = target.interval();
+            Some((Pusher::new(target, resource).context("starting the OTLP metrics exporter")?, interval))
+        }
+        None => None,
+    };
+    Ok((otlp, pusher))
+}
+
 /// The span exporter the settings and the environment ask for; headers and
-/// the timeout come from the `OTEL_EXPORTER_OTLP_*` environment.
+/// the timeout come from the `OTEL_EXPORTER_OTLP_*` environment (read by
+/// the exporter itself, checked here first: it would skip what it cannot
+/// read, and send without an API key rather than say so).
 fn span_exporter(settings: &TelemetrySettings) -> Result<opentelemetry_otlp::SpanExporter> {
+    otlp::headers(Signal::Traces)?;
+    otlp::timeout(Signal::Traces)?;
     let transport = otlp::transport(settings, Signal::Traces)?;
     let endpoint = otlp::endpoint(settings, Signal::Traces, transport);
     let exporter = match transport {

@@ -127,9 +127,14 @@ pub(super) fn headers(signal: Signal) -> Result<Vec<(String, String)>> {
 /// Adds the `key=value,…` pairs of the variable `name` to `headers`,
 /// replacing a key already there.
 fn add_headers(name: &str, value: &str, headers: &mut Vec<(String, String)>) -> Result<()> {
-    for pair in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    for (n, pair) in value.split(',').map(str::trim).filter(|p| !p.is_empty()).enumerate() {
+        // Not quoted back: a header is often a secret.
         let Some((key, value)) = pair.split_once('=') else {
-            bail!("{name} holds \"{pair}\", which is not key=value; give pairs like api-key=secret,tenant=a");
+            bail!(
+                "{name}: entry {} is not key=value (its text is not shown, it may be a secret); give pairs like \
+                 api-key=secret,tenant=a",
+                n + 1
+            );
         };
         let key = key.trim().to_ascii_lowercase();
         if key.is_empty() {
@@ -186,8 +191,10 @@ mod tests {
         add_headers("OTEL_EXPORTER_OTLP_HEADERS", "Api-Key=a%20b, tenant=one", &mut headers).unwrap();
         add_headers("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "tenant=two", &mut headers).unwrap();
         assert_eq!(headers, [("api-key".to_owned(), "a b".to_owned()), ("tenant".to_owned(), "two".to_owned())]);
-        let error = add_headers("OTEL_EXPORTER_OTLP_HEADERS", "novalue", &mut headers).unwrap_err().to_string();
-        assert!(error.contains("OTEL_EXPORTER_OTLP_HEADERS") && error.contains("novalue"), "{error}");
+        let error =
+            add_headers("OTEL_EXPORTER_OTLP_HEADERS", "a=b,secret-token", &mut headers).unwrap_err().to_string();
+        assert!(error.contains("OTEL_EXPORTER_OTLP_HEADERS") && error.contains("entry 2"), "{error}");
+        assert!(!error.contains("secret-token"), "a malformed header is quoted back: {error}");
     }
 
     #[test]
