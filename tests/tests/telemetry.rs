@@ -39,6 +39,14 @@ async fn traced_host(scratch: &Scratch, receiver: &Receiver, mut settings: Setti
     scratch.host(settings).await
 }
 
+/// Settings with the `echo` plugin and no built-ins.
+fn echo_only(scratch: &Scratch) -> Settings {
+    let mut settings = scratch.settings();
+    settings.builtins = false;
+    settings.plugins.push(guest("echo"));
+    settings
+}
+
 /// Sends what the host queued (the tests need not wait for a batch).
 async fn flush(host: &Toolhost) {
     host.telemetry().expect("telemetry is on").flush(Duration::from_secs(10)).await;
@@ -193,9 +201,7 @@ fn an_asked_call_answered_over_mcp_shows_the_ask_and_the_answer() {
 async fn middleware_layers_nest_around_the_call_instance() {
     let scratch = Scratch::new();
     let receiver = Receiver::start();
-    let mut settings = scratch.settings();
-    settings.builtins = false;
-    settings.plugins.push(guest("echo"));
+    let mut settings = echo_only(&scratch);
     for m in ["mw-mark-a", "mw-mark-b"] {
         settings.middleware.files.push(guest(m));
     }
@@ -216,9 +222,7 @@ async fn middleware_layers_nest_around_the_call_instance() {
 async fn recorded_input_and_output_are_redacted() {
     let scratch = Scratch::new();
     let receiver = Receiver::start();
-    let mut settings = scratch.settings();
-    settings.builtins = false;
-    settings.plugins.push(guest("echo"));
+    let mut settings = echo_only(&scratch);
     settings.telemetry.record_input = true;
     let host = traced_host(&scratch, &receiver, settings).await;
     let text = "deploy with password=hunter2 and key AKIAABCDEFGHIJKLMNOP";
@@ -272,9 +276,7 @@ async fn a_hanging_or_missing_collector_neither_slows_nor_blocks_calls() {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         format!("http://127.0.0.1:{port}")
     };
-    let mut plain = scratch.settings();
-    plain.builtins = false;
-    plain.plugins.push(guest("echo"));
+    let plain = echo_only(&scratch);
     let baseline = scratch.host(plain.clone()).await;
     let calls = 200;
     let time = |host: Toolhost| async move {
@@ -372,9 +374,7 @@ fn serve_pushes_its_metrics_over_otlp_on_the_interval() {
 async fn traces_and_metrics_go_over_grpc() {
     let scratch = Scratch::new();
     let receiver = Receiver::grpc();
-    let mut settings = scratch.settings();
-    settings.builtins = false;
-    settings.plugins.push(guest("echo"));
+    let mut settings = echo_only(&scratch);
     settings.telemetry.protocol = Some("grpc".into());
     let host = traced_host(&scratch, &receiver, settings).await;
     let calls = 3;
@@ -405,6 +405,8 @@ fn an_unreadable_otel_variable_stops_the_start_and_is_named() {
     let scratch = Scratch::new();
     for (name, value, quoted) in [
         ("OTEL_EXPORTER_OTLP_HEADERS", "api-key s3cret-value", false),
+        // A line break would smuggle a header in; it is refused, unquoted.
+        ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "api-key=s3cret%0D%0AX-Evil: 1", false),
         ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "soon", true),
         ("OTEL_METRIC_EXPORT_INTERVAL", "0", true),
     ] {
@@ -422,6 +424,7 @@ fn an_unreadable_otel_variable_stops_the_start_and_is_named() {
         assert!(stderr.contains(name), "{name}={value}: {stderr}");
         // A header may be a secret: it is not quoted back.
         assert_eq!(stderr.contains(value), quoted, "{name}={value}: {stderr}");
+        assert!(!stderr.contains("s3cret"), "{name}={value}: a header's value was quoted back: {stderr}");
     }
 }
 

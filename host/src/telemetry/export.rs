@@ -160,13 +160,13 @@ impl Exporter {
 }
 
 /// The span exporter (when `traces`) and the metrics pusher (when `push`),
-/// describing `resource`; the pusher with its interval.
+/// describing `resource`.
 fn exporters(
     settings: &TelemetrySettings,
     resource: &Resource,
     traces: bool,
     push: Option<Target>,
-) -> Result<(Option<opentelemetry_otlp::SpanExporter>, Option<(Pusher, Duration)>)> {
+) -> Result<(Option<opentelemetry_otlp::SpanExporter>, Option<Pusher>)> {
     let otlp = if traces {
         let mut otlp = span_exporter(settings).context("starting the OTLP trace exporter")?;
         otlp.set_resource(resource);
@@ -175,10 +175,7 @@ fn exporters(
         None
     };
     let pusher = match push {
-        Some(target) => {
-            let interval = target.interval();
-            Some((Pusher::new(target, resource).context("starting the OTLP metrics exporter")?, interval))
-        }
+        Some(target) => Some(Pusher::new(target, resource).context("starting the OTLP metrics exporter")?),
         None => None,
     };
     Ok((otlp, pusher))
@@ -217,8 +214,8 @@ fn span_exporter(settings: &TelemetrySettings) -> Result<opentelemetry_otlp::Spa
 struct Exporting {
     /// The span exporter, when traces are sent.
     otlp: Option<opentelemetry_otlp::SpanExporter>,
-    /// The metrics pusher and its interval, when metrics are sent.
-    pusher: Option<(Pusher, Duration)>,
+    /// The metrics pusher, when metrics are sent.
+    pusher: Option<Pusher>,
     buffer: Arc<Buffer>,
     metrics: Arc<Metrics>,
 }
@@ -230,8 +227,9 @@ impl Exporting {
     /// the metrics at once. Ends, sending what is left, when the
     /// [`Exporter`] is dropped.
     async fn run(self, mut flushes: mpsc::Receiver<oneshot::Sender<()>>) {
-        // Without metrics to push the timer never fires.
-        let period = self.pusher.as_ref().map_or(Duration::from_secs(86_400 * 365), |(_, every)| *every);
+        // Without metrics to push the timer is never polled (its period
+        // then only has to be valid).
+        let period = self.pusher.as_ref().map_or(BATCH_DELAY, Pusher::interval);
         let mut push_timer = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         push_timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -259,7 +257,7 @@ impl Exporting {
     }
 
     async fn push(&self) {
-        if let Some((pusher, _)) = &self.pusher {
+        if let Some(pusher) = &self.pusher {
             pusher.push(&self.metrics).await;
         }
     }

@@ -19,6 +19,7 @@ use opentelemetry_proto::tonic::metrics::v1::{
     ScopeMetrics, Sum, Summary, SummaryDataPoint, metric, number_data_point, summary_data_point,
 };
 use opentelemetry_proto::tonic::resource::v1::Resource as ProtoResource;
+use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_sdk::Resource;
 use prometheus::proto::{LabelPair, MetricFamily, MetricType};
 use prost::Message as _;
@@ -34,7 +35,7 @@ use super::otlp::{self, Signal, Transport};
 pub(super) struct Target {
     transport: Transport,
     endpoint: String,
-    headers: Vec<(String, String)>,
+    headers: reqwest::header::HeaderMap,
     timeout: Duration,
     interval: Duration,
 }
@@ -60,11 +61,6 @@ impl Target {
             interval,
         }))
     }
-
-    /// How often the metrics are sent.
-    pub(super) fn interval(&self) -> Duration {
-        self.interval
-    }
 }
 
 /// What sends one request.
@@ -76,7 +72,9 @@ enum Sender {
 /// Sends the registry's metrics to one collector.
 pub(super) struct Pusher {
     sender: Sender,
+    /// Bounds a push, connecting included, over either transport.
     timeout: Duration,
+    interval: Duration,
     resource: ProtoResource,
     /// When the host's counts started (the start of every cumulative point).
     started: u64,
@@ -89,43 +87,34 @@ impl Pusher {
     pub(super) fn new(target: Target, resource: &Resource) -> Result<Pusher> {
         let sender = match target.transport {
             Transport::Http => {
-                let mut headers = reqwest::header::HeaderMap::new();
-                for (key, value) in &target.headers {
-                    headers.insert(
-                        reqwest::header::HeaderName::try_from(key.as_str())
-                            .with_context(|| format!("the OTLP header name \"{key}\" is not valid in HTTP"))?,
-                        reqwest::header::HeaderValue::try_from(value.as_str())
-                            .with_context(|| format!("the OTLP header {key}'s value is not valid in HTTP"))?,
-                    );
-                }
-                let client = reqwest::Client::builder()
-                    .timeout(target.timeout)
-                    .build()
-                    .context("making the OTLP metrics HTTP client")?;
-                Sender::Http { client, url: target.endpoint, headers }
+                Sender::Http { client: reqwest::Client::new(), url: target.endpoint, headers: target.headers }
             }
             Transport::Grpc => {
-                let mut headers = tonic::metadata::MetadataMap::new();
-                for (key, value) in &target.headers {
-                    headers.insert(
-                        tonic::metadata::MetadataKey::from_bytes(key.as_bytes())
-                            .with_context(|| format!("the OTLP header name \"{key}\" is not valid in gRPC"))?,
-                        value.parse().with_context(|| format!("the OTLP header {key}'s value is not valid in gRPC"))?,
-                    );
-                }
                 let channel = tonic::transport::Endpoint::from_shared(target.endpoint.clone())
                     .with_context(|| format!("the OTLP metrics endpoint \"{}\" is not a URL", target.endpoint))?
-                    .timeout(target.timeout)
                     .connect_lazy();
-                Sender::Grpc { client: MetricsServiceClient::new(channel), headers }
+                Sender::Grpc {
+                    client: MetricsServiceClient::new(channel),
+                    headers: tonic::metadata::MetadataMap::from_headers(target.headers),
+                }
             }
+        };
+        let resource = ProtoResource {
+            attributes: ResourceAttributesWithSchema::from(resource).attributes.0,
+            ..Default::default()
         };
         Ok(Pusher {
             sender,
             timeout: target.timeout,
-            resource: proto_resource(resource),
+            interval: target.interval,
+            resource,
             started: unix_nanos(SystemTime::now()),
         })
+    }
+
+    /// How often the metrics are sent.
+    pub(super) fn interval(&self) -> Duration {
+        self.interval
     }
 
     /// Sends what `metrics` holds now; a failure is counted
@@ -177,24 +166,6 @@ fn text(key: &str, value: impl Into<String>) -> KeyValue {
         value: Some(AnyValue { value: Some(any_value::Value::StringValue(value.into())) }),
         ..Default::default()
     }
-}
-
-/// The SDK's resource (service name, `OTEL_RESOURCE_ATTRIBUTES`, the SDK's
-/// own) as OTLP attributes.
-fn proto_resource(resource: &Resource) -> ProtoResource {
-    let attributes = resource
-        .iter()
-        .map(|(key, value)| {
-            let value = match value {
-                opentelemetry::Value::Bool(b) => any_value::Value::BoolValue(*b),
-                opentelemetry::Value::I64(i) => any_value::Value::IntValue(*i),
-                opentelemetry::Value::F64(f) => any_value::Value::DoubleValue(*f),
-                other => any_value::Value::StringValue(other.as_str().into_owned()),
-            };
-            KeyValue { key: key.to_string(), value: Some(AnyValue { value: Some(value) }), ..Default::default() }
-        })
-        .collect();
-    ProtoResource { attributes, ..Default::default() }
 }
 
 /// The export request for `families`, cumulative from `start` to `now`

@@ -12,8 +12,10 @@
 use std::time::Duration;
 
 use anyhow::{Result, bail};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::TelemetrySettings;
+use crate::escape;
 
 /// A kind of telemetry sent over OTLP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,40 +111,46 @@ pub(super) fn endpoint(settings: &TelemetrySettings, signal: Signal, transport: 
     })
 }
 
-/// The headers every export of the signal carries, from
-/// `OTEL_EXPORTER_OTLP_HEADERS` and `OTEL_EXPORTER_OTLP_{SIGNAL}_HEADERS`
-/// (`key=value` pairs separated by commas, values percent-encoded; the
-/// signal's own wins for a key in both).
-pub(super) fn headers(signal: Signal) -> Result<Vec<(String, String)>> {
-    let mut headers: Vec<(String, String)> = Vec::new();
-    let own = format!("OTEL_EXPORTER_OTLP_{}_HEADERS", signal.var_part());
-    for name in ["OTEL_EXPORTER_OTLP_HEADERS", own.as_str()] {
-        if let Some(value) = var(name) {
-            add_headers(name, &value, &mut headers)?;
-        }
+/// The headers every export of the signal carries:
+/// `OTEL_EXPORTER_OTLP_{SIGNAL}_HEADERS` when set, else
+/// `OTEL_EXPORTER_OTLP_HEADERS` (the signal's own replaces the general one,
+/// as the trace exporter reads them too); `key=value` pairs separated by
+/// commas, values percent-encoded, each checked to be valid in HTTP.
+pub(super) fn headers(signal: Signal) -> Result<HeaderMap> {
+    let mut headers = HeaderMap::new();
+    if let Some((name, value)) = signal_var(signal, "HEADERS") {
+        add_headers(&name, &value, &mut headers)?;
     }
     Ok(headers)
 }
 
-/// Adds the `key=value,…` pairs of the variable `name` to `headers`,
-/// replacing a key already there.
-fn add_headers(name: &str, value: &str, headers: &mut Vec<(String, String)>) -> Result<()> {
+/// Adds the `key=value,…` pairs of the variable `name` to `headers`, a
+/// later pair replacing an earlier one of the same name. A value is never
+/// quoted back in an error: a header is often a secret.
+fn add_headers(name: &str, value: &str, headers: &mut HeaderMap) -> Result<()> {
     for (n, pair) in value.split(',').map(str::trim).filter(|p| !p.is_empty()).enumerate() {
-        // Not quoted back: a header is often a secret.
+        let entry = n + 1;
         let Some((key, value)) = pair.split_once('=') else {
             bail!(
-                "{name}: entry {} is not key=value (its text is not shown, it may be a secret); give pairs like \
-                 api-key=secret,tenant=a",
-                n + 1
+                "{name}: entry {entry} is not key=value (its text is not shown, it may be a secret); give pairs \
+                 like api-key=secret,tenant=a"
             );
         };
-        let key = key.trim().to_ascii_lowercase();
+        let key = key.trim();
         if key.is_empty() {
-            bail!("{name} holds a header without a name; give pairs like api-key=secret");
+            bail!("{name}: entry {entry} has no name; give pairs like api-key=secret");
         }
-        let value = percent_encoding::percent_decode_str(value.trim()).decode_utf8_lossy().into_owned();
-        headers.retain(|(k, _)| *k != key);
-        headers.push((key, value));
+        let Ok(key) = HeaderName::try_from(key) else {
+            bail!("{name}: entry {entry}'s name \"{}\" is not a valid HTTP header name", escape::line(key));
+        };
+        let value = percent_encoding::percent_decode_str(value.trim()).decode_utf8_lossy();
+        let Ok(value) = HeaderValue::try_from(value.as_ref()) else {
+            bail!(
+                "{name}: entry {entry}'s value is not valid in an HTTP header (a line break or other control \
+                 character; its text is not shown)"
+            );
+        };
+        headers.insert(key, value);
     }
     Ok(())
 }
@@ -187,14 +195,28 @@ mod tests {
 
     #[test]
     fn headers_are_decoded_and_a_later_variable_wins_for_a_key() {
-        let mut headers = Vec::new();
+        let mut headers = HeaderMap::new();
         add_headers("OTEL_EXPORTER_OTLP_HEADERS", "Api-Key=a%20b, tenant=one", &mut headers).unwrap();
         add_headers("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "tenant=two", &mut headers).unwrap();
-        assert_eq!(headers, [("api-key".to_owned(), "a b".to_owned()), ("tenant".to_owned(), "two".to_owned())]);
+        let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.to_str().unwrap())).collect();
+        assert_eq!(pairs, [("api-key", "a b"), ("tenant", "two")]);
         let error =
             add_headers("OTEL_EXPORTER_OTLP_HEADERS", "a=b,secret-token", &mut headers).unwrap_err().to_string();
         assert!(error.contains("OTEL_EXPORTER_OTLP_HEADERS") && error.contains("entry 2"), "{error}");
         assert!(!error.contains("secret-token"), "a malformed header is quoted back: {error}");
+    }
+
+    #[test]
+    fn a_header_value_cannot_inject_another_header_and_is_not_quoted() {
+        let mut headers = HeaderMap::new();
+        for value in ["api-key=s3cret%0D%0AX-Injected: yes", "api-key=s3cret%00"] {
+            let error = add_headers("OTEL_EXPORTER_OTLP_HEADERS", value, &mut headers).unwrap_err().to_string();
+            assert!(error.contains("entry 1") && error.contains("not valid in an HTTP header"), "{error}");
+            assert!(!error.contains("s3cret") && !error.contains("Injected"), "the value is quoted back: {error}");
+        }
+        assert!(headers.is_empty(), "{headers:?}");
+        let error = add_headers("OTEL_EXPORTER_OTLP_HEADERS", "bad name=x", &mut headers).unwrap_err().to_string();
+        assert!(error.contains("not a valid HTTP header name"), "{error}");
     }
 
     #[test]
