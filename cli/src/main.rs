@@ -30,6 +30,13 @@ use clap::Parser;
 
 use args::{Cli, Command};
 
+/// mimalloc rather than the system's allocator: a call allocates and frees
+/// many small objects on several threads (the pipeline's, the audit
+/// writer's, the span exporter's), where glibc's malloc spends a fifth of a
+/// trivial call (`docs/benchmarks.md#allocator`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Exit codes, documented in `toolhost --help`.
 pub mod exit {
     /// The call succeeded.

@@ -10,6 +10,12 @@ use toolhost::settings::Settings;
 use toolhost::state::AgentState;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 
+/// The allocator the `toolhost` binary uses (`cli/src/main.rs`), so the
+/// tests and benches that run the library in their own process measure
+/// what ships.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod fixtures;
 pub mod load;
 pub mod mcp;

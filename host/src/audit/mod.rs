@@ -108,9 +108,11 @@ tokio::task_local! {
     static CURRENT: Arc<CallAudit>;
 }
 
-/// Runs `f` with `audit` as the current call's audit.
-pub async fn scope<F: std::future::Future>(audit: Arc<CallAudit>, f: F) -> F::Output {
-    CURRENT.scope(audit, f).await
+/// Runs `f` with `audit` as the current call's audit. A plain function
+/// returning the future: an `async fn` would hold `f` twice (its argument
+/// and the scope around it), and a call's future is large.
+pub fn scope<F: std::future::Future>(audit: Arc<CallAudit>, f: F) -> impl std::future::Future<Output = F::Output> {
+    CURRENT.scope(audit, f)
 }
 
 /// The current call's audit, if the task runs an audited call.

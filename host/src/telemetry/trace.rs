@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::Either;
 use opentelemetry::propagation::TextMapPropagator as _;
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt as _, Tracer as _, TracerProvider as _};
 use opentelemetry::{Context, KeyValue};
@@ -216,9 +217,13 @@ tokio::task_local! {
 }
 
 /// Runs `f` as the call `call` (its steps' spans are its children).
-pub async fn scope<F: Future>(call: Arc<CallTrace>, f: F) -> F::Output {
+///
+/// This and the wrappers below are plain functions returning the future:
+/// an `async fn` would hold `f` twice (its argument and the scope around
+/// it), doubling a call's future, which is moved whole when it starts.
+pub fn scope<F: Future>(call: Arc<CallTrace>, f: F) -> impl Future<Output = F::Output> {
     let parent = call.cx.clone();
-    CURRENT.scope(Scope { call, parent }, f).await
+    CURRENT.scope(Scope { call, parent }, f)
 }
 
 /// The current task's place in a call's trace, to carry into a task it
@@ -228,21 +233,18 @@ pub fn current() -> Option<Scope> {
 }
 
 /// Runs `f` in `scope` (a spawned task of the call), or plainly.
-pub async fn within<F: Future>(scope: Option<Scope>, f: F) -> F::Output {
+pub fn within<F: Future>(scope: Option<Scope>, f: F) -> impl Future<Output = F::Output> {
     match scope {
-        Some(scope) => CURRENT.scope(scope, f).await,
-        None => f.await,
+        Some(scope) => Either::Left(CURRENT.scope(scope, f)),
+        None => Either::Right(f),
     }
 }
 
 /// Runs `f` with `child` as the parent of the spans it starts (the inner
 /// layers of a middleware, the operations of an instance).
-pub async fn inside<F: Future>(child: &Option<Child>, f: F) -> F::Output {
+pub fn inside<F: Future>(child: &Option<Child>, f: F) -> impl Future<Output = F::Output> {
     let scope = child.as_ref().and_then(|child| Some(Scope { call: current()?.call, parent: child.cx.clone() }));
-    match scope {
-        Some(scope) => CURRENT.scope(scope, f).await,
-        None => f.await,
-    }
+    within(scope, f)
 }
 
 /// Starts a span of a step in the current call, when it is traced and
