@@ -32,8 +32,9 @@ use args::{Cli, Command};
 
 /// mimalloc rather than the system's allocator: a call allocates and frees
 /// many small objects on several threads (the pipeline's, the audit
-/// writer's, the span exporter's), where glibc's malloc spends a fifth of a
-/// trivial call (`docs/benchmarks.md#allocator`).
+/// writer's, the span exporter's), and glibc's `malloc`, `free` and
+/// `malloc_consolidate` topped a trivial call's profile
+/// (`docs/benchmarks.md`, Telemetry, 2026-12-06).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

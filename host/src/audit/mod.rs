@@ -108,9 +108,8 @@ tokio::task_local! {
     static CURRENT: Arc<CallAudit>;
 }
 
-/// Runs `f` with `audit` as the current call's audit. A plain function
-/// returning the future: an `async fn` would hold `f` twice (its argument
-/// and the scope around it), and a call's future is large.
+/// Runs `f` with `audit` as the current call's audit (a plain function, as
+/// `telemetry::trace::scope` is, so the call's future holds `f` once).
 pub fn scope<F: std::future::Future>(audit: Arc<CallAudit>, f: F) -> impl std::future::Future<Output = F::Output> {
     CURRENT.scope(audit, f)
 }
