@@ -12,7 +12,8 @@
 //! go under while its spans are the SDK's.
 //!
 //! Run: `cargo bench -p toolhost-e2e --bench telemetry` (`ITERATIONS`,
-//! default 20 000 per host).
+//! default 20 000 per host; `PROFILE_ROW=N` makes only row N's calls, for
+//! a profiler).
 
 #[path = "../tests/support/otlp.rs"]
 #[allow(dead_code)]
@@ -36,7 +37,7 @@ async fn call(host: &Toolhost, state: &Arc<AgentState>, input: &str) -> String {
 async fn main() {
     let iterations: usize = env_number("ITERATIONS", 20_000);
     let scratch = Scratch::new();
-    let receiver = otlp::Receiver::start();
+    let receiver = otlp::Receiver::counting();
     let mut settings = scratch.settings();
     settings.builtins = false;
     settings.plugins.push(guest("echo"));
@@ -67,20 +68,38 @@ async fn main() {
             assert_eq!(call(host, &state, &input).await, "hi");
         }
     }
+    // For a profiler: only host N's calls, nothing printed.
+    if let Ok(row) = std::env::var("PROFILE_ROW") {
+        let (_, host) = &hosts[row.parse::<usize>().expect("PROFILE_ROW is a row number from 0")];
+        for _ in 0..iterations {
+            call(host, &state, &input).await;
+        }
+        return;
+    }
     let mut samples: Vec<Vec<Duration>> = hosts.iter().map(|_| Vec::with_capacity(iterations)).collect();
     let floor = SdkFloor::new();
     let mut floor_samples = Vec::with_capacity(iterations);
+    // Each round's p50 of each host over the untraced host's: the load of
+    // the machine changes between rounds more than within one.
+    let mut round_ratios: Vec<Vec<f64>> = hosts.iter().map(|_| Vec::with_capacity(ROUNDS)).collect();
     for _ in 0..ROUNDS {
         for _ in 0..iterations / ROUNDS {
             floor_samples.push(floor.three_spans());
         }
+        let mut round_p50 = Vec::with_capacity(hosts.len());
         for ((_, host), samples) in hosts.iter().zip(&mut samples) {
+            let mut round = Vec::with_capacity(iterations / ROUNDS);
             for _ in 0..iterations / ROUNDS {
                 let start = Instant::now();
                 let text = call(host, &state, &input).await;
-                samples.push(start.elapsed());
+                round.push(start.elapsed());
                 assert_eq!(text, "hi");
             }
+            samples.extend_from_slice(&round);
+            round_p50.push(percentile(&mut round, 0.50));
+        }
+        for (ratios, p50) in round_ratios.iter_mut().zip(&round_p50) {
+            ratios.push(p50.as_secs_f64() / round_p50[0].as_secs_f64());
         }
     }
     hosts[2].1.telemetry().expect("traced").flush(Duration::from_secs(30)).await;
@@ -93,14 +112,20 @@ async fn main() {
     let off_p50 = us(percentile(&mut samples[0], 0.50));
     let off_mean = mean(&samples[0]);
     println!(
-        "{:<34} {:>9} {:>9} {:>9} {:>10} {:>11}",
-        "trivial call (echo plugin)", "p50 µs", "p99 µs", "mean µs", "p50 /off", "mean /off"
+        "{:<34} {:>9} {:>9} {:>9} {:>10} {:>11} {:>15}",
+        "trivial call (echo plugin)", "p50 µs", "p99 µs", "mean µs", "p50 /off", "mean /off", "rounds' p50/off"
     );
-    for ((name, _), samples) in hosts.iter().zip(&mut samples) {
+    for (((name, _), samples), ratios) in hosts.iter().zip(&mut samples).zip(&mut round_ratios) {
         let p50 = us(percentile(samples, 0.50));
         let p99 = us(percentile(samples, 0.99));
         let m = mean(samples);
-        println!("{name:<34} {p50:>9.1} {p99:>9.1} {m:>9.1} {:>9.3}x {:>10.3}x", p50 / off_p50, m / off_mean);
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios[ratios.len() / 2];
+        println!(
+            "{name:<34} {p50:>9.1} {p99:>9.1} {m:>9.1} {:>9.3}x {:>10.3}x {median:>14.3}x",
+            p50 / off_p50,
+            m / off_mean
+        );
     }
     let p50 = us(percentile(&mut floor_samples, 0.50));
     let p99 = us(percentile(&mut floor_samples, 0.99));
@@ -111,10 +136,7 @@ async fn main() {
         p50 / off_p50,
         m / off_mean
     );
-    println!(
-        "spans received by the OTLP receiver: {} (exported {exported}, dropped {dropped})",
-        receiver.spans().len()
-    );
+    println!("spans received by the OTLP receiver: {} (exported {exported}, dropped {dropped})", receiver.span_count());
 }
 
 /// The OpenTelemetry SDK configured as toolhost configures it (parent-based

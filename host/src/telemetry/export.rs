@@ -59,7 +59,7 @@ impl Buffer {
 }
 
 /// The processor's side of the buffer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Queue {
     buffer: Arc<Buffer>,
     metrics: Arc<Metrics>,

@@ -2,6 +2,12 @@
 //! ([`CallTrace`]) and the child spans of its steps ([`Child`]), found
 //! through a task-local scope so the pipeline's steps need no extra
 //! argument; and the W3C trace context a caller hands in ([`TraceParent`]).
+//!
+//! A call's span is the SDK's: it decides sampling (the caller's flag, else
+//! `sample_ratio`). Its children are made here, as the exported record
+//! itself, and queued when they end: a child of a sampled call is always
+//! sampled, so the SDK's sampler, its per-span builder and its `Context`
+//! for each parent would only cost the call time.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -10,11 +16,16 @@ use std::time::Duration;
 
 use futures::future::Either;
 use opentelemetry::propagation::TextMapPropagator as _;
-use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt as _, Tracer as _, TracerProvider as _};
-use opentelemetry::{Context, KeyValue};
+use opentelemetry::trace::{
+    Span as _, SpanContext, SpanKind, Status, TraceContextExt as _, TraceFlags, Tracer as _, TracerProvider as _,
+};
+use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, Span};
+use opentelemetry_sdk::trace::{
+    IdGenerator as _, RandomIdGenerator, Sampler, SdkTracer, SdkTracerProvider, Span, SpanData, SpanEvents, SpanLinks,
+    SpanProcessor as _,
+};
 
 use super::TelemetrySettings;
 use super::export::Queue;
@@ -33,11 +44,22 @@ pub fn configured(settings: &TelemetrySettings) -> bool {
 /// and output.
 const CALL_ATTRIBUTES: usize = 16;
 
+/// The name of toolhost's instrumentation scope, on every span.
+const SCOPE: &str = "toolhost";
+
 /// The tracer of a host with traces.
 pub struct Tracing {
     /// Holds the provider (and so the exporter's queue) alive.
     tracer: SdkTracer,
+    children: Arc<Children>,
     record_input: bool,
+}
+
+/// Where the child spans of calls go: the exporter's queue, as the SDK
+/// would put them there, from the same instrumentation scope.
+struct Children {
+    queue: Queue,
+    scope: InstrumentationScope,
 }
 
 impl Tracing {
@@ -46,12 +68,13 @@ impl Tracing {
     /// `queue`.
     pub(super) fn new(settings: &TelemetrySettings, resource: Resource, queue: Queue) -> Self {
         let provider = SdkTracerProvider::builder()
-            .with_span_processor(queue)
+            .with_span_processor(queue.clone())
             .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(settings.sample_ratio))))
             .with_resource(resource)
             .build();
-        let tracer = provider.tracer("toolhost");
-        Tracing { tracer, record_input: settings.record_input }
+        let tracer = provider.tracer(SCOPE);
+        let children = Arc::new(Children { queue, scope: InstrumentationScope::builder(SCOPE).build() });
+        Tracing { tracer, children, record_input: settings.record_input }
     }
 
     /// Whether input and output are recorded (redacted) on call spans.
@@ -76,13 +99,12 @@ impl Tracing {
         builder.attributes = Some(attributes);
         let span = self.tracer.build_with_context(builder, &parent_cx);
         let recording = span.is_recording();
-        let cx = Context::new().with_remote_span_context(span.span_context().clone());
+        let context = span.span_context().clone();
         CallTrace {
-            tracer: Some(self.tracer.clone()),
-            recording,
+            children: recording.then(|| self.children.clone()),
             record_input: self.record_input,
             span: Some(Mutex::new(span)),
-            cx,
+            context,
             notes: Mutex::default(),
         }
     }
@@ -91,13 +113,13 @@ impl Tracing {
 /// One call as telemetry sees it: its span (when traced), the parent of
 /// its steps' spans, and what the pipeline noted for its metrics.
 pub struct CallTrace {
-    tracer: Option<SdkTracer>,
-    /// Whether the call is sampled: an unsampled call makes no child span.
-    recording: bool,
+    /// Where its child spans go; `None` unless the call is sampled (an
+    /// unsampled call makes no child span).
+    children: Option<Arc<Children>>,
     record_input: bool,
     span: Option<Mutex<Span>>,
-    /// The call span's context, the parent of children not inside a layer.
-    cx: Context,
+    /// The call span's, the parent of children not inside a layer.
+    context: SpanContext,
     notes: Mutex<Notes>,
 }
 
@@ -122,35 +144,41 @@ impl CallTrace {
     /// A call with metrics and no trace.
     pub fn untraced() -> Self {
         CallTrace {
-            tracer: None,
-            recording: false,
+            children: None,
             record_input: false,
             span: None,
-            cx: Context::new(),
+            context: SpanContext::empty_context(),
             notes: Mutex::default(),
         }
     }
 
     /// Whether the call is sampled (attributes are worth computing).
     pub fn recording(&self) -> bool {
-        self.recording
+        self.children.is_some()
     }
 
     /// Whether the (redacted) input and output go on the span.
     pub fn records_input(&self) -> bool {
-        self.recording && self.record_input
+        self.recording() && self.record_input
     }
 
     /// Sets an attribute of the call span.
     pub fn set(&self, attribute: KeyValue) {
-        if let Some(span) = self.span.as_ref().filter(|_| self.recording) {
+        if let Some(span) = self.span.as_ref().filter(|_| self.recording()) {
             span.lock_unpoisoned().set_attribute(attribute);
+        }
+    }
+
+    /// Sets attributes of the call span, under one lock.
+    pub fn set_all(&self, attributes: Vec<KeyValue>) {
+        if let Some(span) = self.span.as_ref().filter(|_| self.recording()) {
+            span.lock_unpoisoned().set_attributes(attributes);
         }
     }
 
     /// Marks the call span failed with `message`.
     pub fn fail(&self, message: &'static str) {
-        if let Some(span) = self.span.as_ref().filter(|_| self.recording) {
+        if let Some(span) = self.span.as_ref().filter(|_| self.recording()) {
             span.lock_unpoisoned().set_status(Status::error(message));
         }
     }
@@ -172,34 +200,74 @@ impl CallTrace {
         std::mem::take(&mut *self.notes.lock_unpoisoned())
     }
 
-    fn child_of(&self, parent: &Context, name: Cow<'static, str>) -> Option<Child> {
-        let tracer = self.tracer.as_ref().filter(|_| self.recording)?;
-        let span = tracer.build_with_context(tracer.span_builder(name), parent);
-        let cx = Context::new().with_remote_span_context(span.span_context().clone());
-        Some(Child { span, cx })
+    fn child_of(&self, parent: &SpanContext, name: Cow<'static, str>) -> Option<Child> {
+        let children = self.children.as_ref()?;
+        let context = SpanContext::new(
+            parent.trace_id(),
+            RandomIdGenerator::default().new_span_id(),
+            TraceFlags::SAMPLED,
+            false,
+            parent.trace_state().clone(),
+        );
+        let now = opentelemetry::time::now();
+        let data = SpanData {
+            span_context: context,
+            parent_span_id: parent.span_id(),
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name,
+            start_time: now,
+            end_time: now,
+            attributes: Vec::new(),
+            dropped_attributes_count: 0,
+            events: SpanEvents::default(),
+            links: SpanLinks::default(),
+            status: Status::Unset,
+            instrumentation_scope: children.scope.clone(),
+        };
+        Some(Child { data: Some(data), children: children.clone() })
     }
 }
 
-/// The span of one step of a call; ended when dropped.
+/// The span of one step of a call (of a sampled call only); ended and
+/// queued for export when dropped.
 pub struct Child {
-    span: Span,
-    cx: Context,
+    /// Taken when it ends.
+    data: Option<SpanData>,
+    children: Arc<Children>,
 }
 
 impl Child {
+    fn data(&mut self) -> &mut SpanData {
+        self.data.as_mut().expect("a child span is ended only when dropped")
+    }
+
+    fn context(&self) -> &SpanContext {
+        &self.data.as_ref().expect("a child span is ended only when dropped").span_context
+    }
+
     /// Sets an attribute.
     pub fn set(&mut self, attribute: KeyValue) {
-        self.span.set_attribute(attribute);
+        self.data().attributes.push(attribute);
     }
 
     /// Marks the step failed with `message`.
     pub fn fail(&mut self, message: impl Into<Cow<'static, str>>) {
-        self.span.set_status(Status::error(message));
+        self.data().status = Status::error(message);
     }
 
     /// This span's context in W3C form, for a request leaving the host.
     pub fn traceparent(&self) -> TraceParent {
-        TraceParent::of(&self.cx)
+        TraceParent::of(&Context::new().with_remote_span_context(self.context().clone()))
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if let Some(mut data) = self.data.take() {
+            data.end_time = opentelemetry::time::now();
+            self.children.queue.on_end(data);
+        }
     }
 }
 
@@ -208,7 +276,7 @@ impl Child {
 #[derive(Clone)]
 pub struct Scope {
     call: Arc<CallTrace>,
-    parent: Context,
+    parent: SpanContext,
 }
 
 tokio::task_local! {
@@ -222,7 +290,7 @@ tokio::task_local! {
 /// an `async fn` would hold `f` twice (its argument and the scope around
 /// it), doubling a call's future, which is moved whole when it starts.
 pub fn scope<F: Future>(call: Arc<CallTrace>, f: F) -> impl Future<Output = F::Output> {
-    let parent = call.cx.clone();
+    let parent = call.context.clone();
     CURRENT.scope(Scope { call, parent }, f)
 }
 
@@ -243,7 +311,7 @@ pub fn within<F: Future>(scope: Option<Scope>, f: F) -> impl Future<Output = F::
 /// Runs `f` with `child` as the parent of the spans it starts (the inner
 /// layers of a middleware, the operations of an instance).
 pub fn inside<F: Future>(child: &Option<Child>, f: F) -> impl Future<Output = F::Output> {
-    let scope = child.as_ref().and_then(|child| Some(Scope { call: current()?.call, parent: child.cx.clone() }));
+    let scope = child.as_ref().and_then(|child| Some(Scope { call: current()?.call, parent: child.context().clone() }));
     within(scope, f)
 }
 
@@ -255,7 +323,7 @@ pub fn child<N: Into<Cow<'static, str>>>(name: impl FnOnce() -> N) -> Option<Chi
 
 /// Whether the current task runs a traced, sampled call.
 pub fn tracing() -> bool {
-    CURRENT.try_with(|s| s.call.recording).unwrap_or(false)
+    CURRENT.try_with(|s| s.call.recording()).unwrap_or(false)
 }
 
 /// Applies `f` to the current call's trace, if any.

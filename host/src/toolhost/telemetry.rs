@@ -3,7 +3,7 @@
 //! gets the decision and the outcome, and the metrics count it.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use opentelemetry::KeyValue;
 use tokio::sync::mpsc;
@@ -91,42 +91,41 @@ impl Toolhost {
             }
         }
         if call.recording() {
-            complete_span(&call, &notes, mode.as_str(), outcome, response.as_ref());
+            let duration = started.elapsed();
+            complete_span(&call, &notes, mode.as_str(), outcome, response.as_ref(), duration);
         }
-        call.set(KeyValue::new("toolhost.duration_us", started.elapsed().as_micros() as i64));
         call.end();
         response
     }
 }
 
-/// The attributes known once the call ended.
+/// The attributes known once the call ended, set at once.
 fn complete_span(
     call: &CallTrace,
     notes: &Notes,
     mode: &'static str,
     outcome: &'static str,
     response: Option<&ToolResponse>,
+    duration: Duration,
 ) {
-    call.set(KeyValue::new("toolhost.mode", mode));
+    let mut attributes = Vec::with_capacity(10);
+    attributes.push(KeyValue::new("toolhost.mode", mode));
     if let Some((behavior, step, rule)) = &notes.decision {
-        call.set(KeyValue::new("toolhost.decision.behavior", behavior.as_str()));
-        call.set(KeyValue::new("toolhost.decision.step", step.as_str()));
+        attributes.push(KeyValue::new("toolhost.decision.behavior", behavior.as_str()));
+        attributes.push(KeyValue::new("toolhost.decision.step", step.as_str()));
         if let Some(rule) = rule {
-            call.set(KeyValue::new("toolhost.decision.rule", rule.clone()));
+            attributes.push(KeyValue::new("toolhost.decision.rule", rule.clone()));
         }
     }
     if let Some(answer) = notes.answer {
-        call.set(KeyValue::new("toolhost.decision.answer", answer));
+        attributes.push(KeyValue::new("toolhost.decision.answer", answer));
     }
     if let Some(sha256) = &notes.sha256 {
-        call.set(KeyValue::new("toolhost.plugin.sha256", sha256.clone()));
+        attributes.push(KeyValue::new("toolhost.plugin.sha256", sha256.clone()));
     }
-    call.set(KeyValue::new("toolhost.outcome", outcome));
-    if outcome == "error" {
-        call.fail("the call ended with an error");
-    }
+    attributes.push(KeyValue::new("toolhost.outcome", outcome));
     if let Some(response) = response {
-        call.set(KeyValue::new("toolhost.output.bytes", output_bytes(response) as i64));
+        attributes.push(KeyValue::new("toolhost.output.bytes", output_bytes(response) as i64));
         if call.records_input() {
             let text: String = response
                 .content
@@ -136,7 +135,12 @@ fn complete_span(
                     _ => None,
                 })
                 .collect();
-            call.set(KeyValue::new("gen_ai.tool.call.result", toolhost_redaction::redact(&text).0));
+            attributes.push(KeyValue::new("gen_ai.tool.call.result", toolhost_redaction::redact(&text).0));
         }
+    }
+    attributes.push(KeyValue::new("toolhost.duration_us", duration.as_micros() as i64));
+    call.set_all(attributes);
+    if outcome == "error" {
+        call.fail("the call ended with an error");
     }
 }

@@ -26,7 +26,10 @@ use prost::Message as _;
 /// What a receiver got, shared by its connections.
 #[derive(Default)]
 struct Received {
+    /// Whether the spans are kept (`spans`) or only counted.
+    keep_spans: bool,
     spans: Vec<Span>,
+    span_count: usize,
     service_names: Vec<String>,
     /// Every metric export, in arrival order.
     metrics: Vec<ExportMetricsServiceRequest>,
@@ -46,7 +49,10 @@ impl Received {
                 .and_then(|kv| text(kv.value.as_ref()?.value.as_ref()?));
             self.service_names.extend(service);
             for scope in resource.scope_spans {
-                self.spans.extend(scope.spans);
+                self.span_count += scope.spans.len();
+                if self.keep_spans {
+                    self.spans.extend(scope.spans);
+                }
             }
         }
     }
@@ -61,19 +67,27 @@ pub struct Receiver {
 impl Receiver {
     /// An OTLP/HTTP receiver that answers every export at once.
     pub fn start() -> Self {
-        Self::listen(false)
+        Self::listen(false, true)
+    }
+
+    /// An OTLP/HTTP receiver that answers every export at once and only
+    /// counts the spans it decodes ([`Receiver::span_count`]), as a
+    /// collector in another process would cost the host no memory.
+    #[allow(dead_code, reason = "the telemetry bench's receiver")]
+    pub fn counting() -> Self {
+        Self::listen(false, false)
     }
 
     /// An OTLP/HTTP receiver that takes every export and never answers it
     /// (a collector that hangs).
     pub fn hanging() -> Self {
-        Self::listen(true)
+        Self::listen(true, true)
     }
 
-    fn listen(hang: bool) -> Self {
+    fn listen(hang: bool, keep_spans: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("binding the OTLP receiver");
         let port = listener.local_addr().unwrap().port();
-        let received = Arc::new(Mutex::new(Received::default()));
+        let received = Arc::new(Mutex::new(Received { keep_spans, ..Received::default() }));
         let kept = received.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().map_while(Result::ok) {
@@ -89,7 +103,7 @@ impl Receiver {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding the OTLP/gRPC receiver");
         let port = listener.local_addr().unwrap().port();
         listener.set_nonblocking(true).unwrap();
-        let received = Arc::new(Mutex::new(Received::default()));
+        let received = Arc::new(Mutex::new(Received { keep_spans: true, ..Received::default() }));
         let services = Services(received.clone());
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -114,6 +128,12 @@ impl Receiver {
     /// Every span received so far.
     pub fn spans(&self) -> Vec<Span> {
         self.received.lock().unwrap().spans.clone()
+    }
+
+    /// How many spans were received so far.
+    #[allow(dead_code, reason = "the telemetry bench's count")]
+    pub fn span_count(&self) -> usize {
+        self.received.lock().unwrap().span_count
     }
 
     /// The `service.name` of every trace export so far.
