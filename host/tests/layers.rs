@@ -317,3 +317,61 @@ fn the_checker_sees_upward_paths_into_and_inside_the_core_crate() {
     let unknown = check_file(Crate::Core, "x.rs", "nowhere", "").unwrap_err();
     assert!(unknown.contains("CORE_LAYERS"), "{unknown}");
 }
+
+/// Every source file of the library and of the core crate has its place on
+/// the map in docs/architecture.md: its name in a row (a folder's row may
+/// list its files, `{a,b}.rs` lists counting). Crate roots, `mod.rs` and
+/// test files need none.
+#[test]
+fn every_module_is_on_the_architecture_map() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let map = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let named = names_on_the_map(&map);
+    let mut missing = Vec::new();
+    for src in ["host/src", "core/src"] {
+        let mut files = Vec::new();
+        rust_files(&root.join(src), &mut files);
+        for path in files {
+            let name = path.file_name().unwrap().to_str().unwrap();
+            let exempt = matches!(name, "lib.rs" | "mod.rs" | "tests.rs") || name.ends_with("_tests.rs");
+            if !exempt && !named.contains(name) {
+                missing.push(path.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md does not name these modules; give each a row, or name it in its folder's row: \
+         {missing:#?}"
+    );
+}
+
+#[test]
+fn the_map_reader_expands_file_lists() {
+    let named = names_on_the_map("│ runtime/bindings/{mod,v0_1_0}.rs, `local/sandbox.rs` (`cache.rs`)");
+    for name in ["mod.rs", "v0_1_0.rs", "sandbox.rs", "cache.rs"] {
+        assert!(named.contains(name), "{name} not read from the map: {named:?}");
+    }
+}
+
+/// Every `name.rs` the map mentions, `{a,b}.rs` lists expanded.
+fn names_on_the_map(map: &str) -> std::collections::HashSet<String> {
+    let mut names = std::collections::HashSet::new();
+    for (end, _) in map.match_indices(".rs") {
+        let before = &map[..end];
+        if let Some(list) = before.strip_suffix('}') {
+            if let Some(open) = list.rfind('{') {
+                names.extend(list[open + 1..].split(',').map(|name| format!("{}.rs", name.trim())));
+            }
+            continue;
+        }
+        let start = before
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_'))
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        names.insert(format!("{}.rs", &before[start..]));
+    }
+    names
+}

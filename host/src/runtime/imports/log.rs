@@ -1,3 +1,6 @@
+//! The `log` interface: a guest's log lines, within the call's log budget,
+//! each one escaped into one host log line.
+
 use crate::runtime::CallState;
 use crate::runtime::bindings::v0_1_0::log::{Host, Level};
 
