@@ -1,8 +1,9 @@
 //! The layers of the library point one way: every `crate::…` path in a
 //! source file under `host/src` names a module of the file's own layer or
 //! of a layer below it (docs/architecture.md draws them). Comment lines are
-//! not read (a doc link may point anywhere); code, `use` lines and inline
-//! paths such as `crate::backend::local::LocalBackend::new` are.
+//! not read (a doc link may point anywhere); code, `use` lines (grouped
+//! ones item by item, `crate::{a::X, b::Y}`) and inline paths such as
+//! `crate::backend::local::LocalBackend::new` are.
 //!
 //! The pure modules live in the crate `toolhost-core` (`core/src`),
 //! which the library depends on and re-exports. Its modules keep their
@@ -166,31 +167,79 @@ fn module_of(relative: &Path) -> Option<String> {
 }
 
 /// Every `PREFIX::NAME` (`crate::NAME`, `toolhost_core::NAME`) in the
-/// code (not the comments) of `text`, with its line number.
+/// code (not the comments) of `text`, with its line number; a group
+/// (`crate::{a::X, b::{Y, Z}}`, over several lines too) names each of its
+/// items' first segments.
 fn paths_after(text: &str, prefix: &str) -> Vec<(usize, String)> {
+    let code = text.lines().map(code_of).collect::<Vec<_>>().join("\n");
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
     let mut found = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let code = line.trim_start();
-        if code.starts_with("//") {
+    let mut from = 0;
+    while let Some(offset) = code[from..].find(prefix) {
+        let at = from + offset;
+        let after = at + prefix.len();
+        from = after;
+        let preceded_by_ident =
+            code[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+        if preceded_by_ident {
             continue;
         }
-        let code = match code.find(" //") {
-            Some(at) => &code[..at],
-            None => code,
-        };
-        let mut rest = code;
-        while let Some(at) = rest.find(prefix) {
-            let preceded_by_ident =
-                rest[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
-            let after = &rest[at + prefix.len()..];
-            let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-            if !preceded_by_ident && !name.is_empty() {
-                found.push((number + 1, name));
+        if code[after..].starts_with('{') {
+            found.extend(group_heads(&code[after..]).into_iter().map(|(i, name)| (line_of(after + i), name)));
+        } else {
+            let name = ident(&code[after..]);
+            if !name.is_empty() {
+                found.push((line_of(at), name));
             }
-            rest = after;
         }
     }
     found
+}
+
+/// A line without its comment.
+fn code_of(line: &str) -> &str {
+    let code = line.trim_start();
+    if code.starts_with("//") {
+        return "";
+    }
+    match code.find(" //") {
+        Some(at) => &code[..at],
+        None => code,
+    }
+}
+
+/// The identifier `text` starts with (empty if none).
+fn ident(text: &str) -> String {
+    text.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+}
+
+/// The first segment of each item of the `{…}` group `text` starts with,
+/// and where it is: `{a::X, b::{Y, Z}, self}` gives `a` and `b`.
+fn group_heads(text: &str) -> Vec<(usize, String)> {
+    let mut heads = Vec::new();
+    let mut depth = 0;
+    let mut item_starts = true;
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            ',' if depth == 1 => item_starts = true,
+            c if item_starts && depth == 1 && !c.is_whitespace() => {
+                item_starts = false;
+                let name = ident(&text[i..]);
+                if !name.is_empty() && name != "self" {
+                    heads.push((i, name));
+                }
+            }
+            _ => {}
+        }
+    }
+    heads
 }
 
 /// The upward imports of one file of module `module` in crate `krate`, or
@@ -293,6 +342,11 @@ fn the_checker_sees_upward_paths_and_skips_comments() {
     assert!(unknown.contains("not in LAYERS"), "{unknown}");
     let down = "use crate::catalog::tool::ToolInfo;";
     assert!(check_file(Crate::Host, "execution/x.rs", "execution", down).unwrap().is_empty());
+    let grouped = "use crate::{\n    backend::Backend,\n    execution::{callable::X, host::Y},\n    self,\n};\n\
+                   use crate::{sync::MutexExt, toolhost::Toolhost};\n";
+    let found = check_file(Crate::Host, "backend/x.rs", "backend", grouped).unwrap();
+    let upward: Vec<(usize, &str)> = found.iter().map(|v| (v.line, v.path.as_str())).collect();
+    assert_eq!(upward, vec![(3, "execution"), (6, "toolhost")], "{found:?}");
 }
 
 /// The other crate's paths are checked by their own table, in both crates.
