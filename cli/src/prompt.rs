@@ -73,19 +73,5 @@ pub fn ask(
 
 /// What to say when nobody can be asked.
 pub fn not_asked(tool: &str, decision: &Decision) -> String {
-    let mut text = format!("Permission denied: {} (nobody could be asked: no terminal).", line(&decision.message));
-    if decision.bypass_immune {
-        text.push_str(&format!(
-            " This is a safety check: no allow rule can allow it; only --mode bypass skips it. ({})",
-            line(decision.reason.as_deref().unwrap_or_default())
-        ));
-    } else if let Some(rule) = decision.suggested_rules.first() {
-        let rule = line(&rule.to_string()).into_owned();
-        text.push_str(&format!(" To allow calls like this, add the rule `{rule}`: --allow '{rule}' or [permissions].allow in toolhost.toml."));
-    } else {
-        text.push_str(&format!(
-            " To allow it, add an allow rule for {tool}: --allow '{tool}' or [permissions].allow in toolhost.toml."
-        ));
-    }
-    text
+    toolhost::refusal::nobody_asked(tool, decision, "nobody could be asked: no terminal", "")
 }

@@ -26,6 +26,7 @@ pub mod check_batch;
 pub mod events;
 pub mod execution;
 pub mod oci;
+pub mod refusal;
 pub mod response;
 pub mod runtime;
 pub mod state;

@@ -55,6 +55,7 @@ const LAYERS: &[(&str, usize)] = &[
     // services: what front ends share, over the façade.
     ("check_batch", 6),
     ("ask_user", 6),
+    ("refusal", 6),
     ("audit_replay", 6),
 ];
 

@@ -85,24 +85,12 @@ pub(crate) fn permission_answer(result: &ElicitResult, decision: &Decision) -> P
 /// The tool error for an ask when the client cannot elicit: names the rule
 /// that would allow the call, so the model can tell the user.
 pub(crate) fn not_asked(req: &PermissionRequest) -> String {
-    let d = &req.decision;
-    let mut text = format!(
-        "Permission denied: {} (toolhost could not ask the user: this MCP client does not support elicitation).",
-        d.message
-    );
-    if d.bypass_immune {
-        text.push_str(&format!(
-            " This is a safety check: no allow rule can allow it; only --mode bypass skips it. ({})",
-            d.reason.as_deref().unwrap_or_default()
-        ));
-    } else {
-        let rule = d.suggested_rules.first().map(|r| r.to_string()).unwrap_or_else(|| req.tool.clone());
-        text.push_str(&format!(
-            " To allow calls like this, add the rule `{rule}` to the server's settings: --allow '{rule}' or \
-             [permissions].allow in toolhost.toml."
-        ));
-    }
-    text
+    toolhost::refusal::nobody_asked(
+        &req.tool,
+        &req.decision,
+        "toolhost could not ask the user: this MCP client does not support elicitation",
+        " to the server's settings",
+    )
 }
 
 /// The form for AskUser's questions (its validated input): one choice per
