@@ -430,3 +430,83 @@ fn names_on_the_map(map: &str) -> std::collections::HashSet<String> {
     }
     names
 }
+
+/// The parts of the execution layer (its files and folders: `host`,
+/// `callable`, `middleware`, …) import each other one way: what execution
+/// asks of the façade (`host.rs`) knows nothing of the middleware chain,
+/// which is handed its layers.
+#[test]
+fn the_parts_of_the_execution_layer_import_each_other_one_way() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let cycles = two_way_imports(&src, "execution");
+    assert!(cycles.is_empty(), "parts of execution/ that import each other: {cycles:?}");
+}
+
+#[test]
+fn the_cycle_finder_sees_relative_and_absolute_paths() {
+    let files = [
+        ("execution/host.rs", "use super::middleware::registry::Registry;\n"),
+        ("execution/middleware/chain.rs", "use crate::execution::host::ExecutionHost;\n"),
+        ("execution/callable.rs", "// super::host in a comment\n"),
+        ("execution/loaded.rs", "use super::super::execution::callable::X;\n"),
+    ];
+    let edges = files.iter().flat_map(|(file, text)| part_imports(Path::new(file), text, "execution")).collect();
+    assert_eq!(cycles_of(edges), vec![("host".to_string(), "middleware".to_string())]);
+}
+
+/// Pairs of parts of `folder` (under `src`) that import each other.
+fn two_way_imports(src: &Path, folder: &str) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(&src.join(folder), &mut files);
+    let mut edges = Vec::new();
+    for path in files {
+        let relative = path.strip_prefix(src).unwrap();
+        edges.extend(part_imports(relative, &std::fs::read_to_string(&path).unwrap(), folder));
+    }
+    cycles_of(edges)
+}
+
+/// The parts of `folder` the file at `relative` (a path under `src`)
+/// names, as (its part, the part named) pairs: `crate::FOLDER::PART`, and
+/// `super::…` paths resolved from the file's own module.
+fn part_imports(relative: &Path, text: &str, folder: &str) -> Vec<(String, String)> {
+    let mut module: Vec<String> =
+        relative.with_extension("").components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    if module.last().is_some_and(|m| m == "mod") {
+        module.pop();
+    }
+    let Some(own) = module.get(1).cloned() else { return Vec::new() };
+    let mut named = Vec::new();
+    for line in text.lines().map(code_of) {
+        for (at, _) in line.match_indices("crate::").chain(line.match_indices("super::")) {
+            let preceded = line[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+            if preceded {
+                continue;
+            }
+            let mut path: Vec<String> = Vec::new();
+            let mut rest = &line[at..];
+            if let Some(after) = rest.strip_prefix("crate::") {
+                rest = after;
+            } else {
+                path = module.clone();
+                while let Some(after) = rest.strip_prefix("super::") {
+                    path.pop();
+                    rest = after;
+                }
+            }
+            path.extend(rest.split("::").map(ident).take_while(|s| !s.is_empty()));
+            if path.first().is_some_and(|f| f == folder) {
+                if let Some(part) = path.get(1).filter(|p| **p != own) {
+                    named.push((own.clone(), part.clone()));
+                }
+            }
+        }
+    }
+    named
+}
+
+/// The pairs (a, b), a before b, with an edge each way.
+fn cycles_of(edges: Vec<(String, String)>) -> Vec<(String, String)> {
+    let edges: std::collections::BTreeSet<(String, String)> = edges.into_iter().collect();
+    edges.iter().filter(|(a, b)| a < b && edges.contains(&(b.clone(), a.clone()))).cloned().collect()
+}

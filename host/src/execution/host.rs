@@ -10,7 +10,6 @@ use tokio::sync::mpsc;
 
 use super::callable::CallableTool;
 use super::loaded::LoadedTool;
-use super::middleware::registry::Registry;
 use crate::backend::Backend;
 use crate::capability::{Grants, Phase};
 use crate::events::CallEvent;
@@ -29,8 +28,6 @@ pub(crate) trait ExecutionHost: Send + Sync + 'static {
     fn agent_state(&self) -> Arc<AgentState>;
     /// The per-call limits in force.
     fn limits(&self) -> Limits;
-    /// The loaded middleware and the attachments.
-    fn middleware(&self) -> &Registry;
     /// What `[grants.NAME]` gives the middleware `name` (nothing by
     /// default), shaped for `phase`.
     fn middleware_grants(&self, name: &str, phase: Phase) -> Arc<Grants>;

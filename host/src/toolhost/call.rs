@@ -23,7 +23,6 @@ use crate::execution::host::ExecutionHost;
 use crate::execution::host::{Permit, Verdict};
 use crate::execution::loaded::{LoadedTool, validate_input};
 use crate::execution::middleware::failure::CallFailure;
-use crate::execution::middleware::registry::Registry as MiddlewareRegistry;
 use crate::permission::{self, Behavior, Decision, PolicyTool as _, RuleSet};
 use crate::response::{Chunk, ResultState, ToolResponse};
 use crate::runtime::store::{CallSetup, Deadline};
@@ -245,17 +244,22 @@ impl Toolhost {
             Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
         };
         // The middleware chain attached to the tool (if any) wraps `call`.
-        let chain = crate::execution::middleware::chain::run_chain(
-            self,
-            loaded.clone(),
-            instance,
-            input,
-            input_text,
-            request.session.clone(),
-            permit,
-            out_tx,
-            phase,
-        );
+        let chain = async {
+            let layers = self.middleware_registry().chain_for(&loaded.info.name)?;
+            crate::execution::middleware::chain::run_chain(
+                self,
+                layers,
+                loaded.clone(),
+                instance,
+                input,
+                input_text,
+                request.session.clone(),
+                permit,
+                out_tx,
+                phase,
+            )
+            .await
+        };
         let mut response = ToolResponse::new(&request.id);
         let forward = async {
             while let Some(chunk) = out_rx.recv().await {
@@ -440,10 +444,6 @@ impl ExecutionHost for Toolhost {
 
     fn limits(&self) -> Limits {
         self.settings().limits
-    }
-
-    fn middleware(&self) -> &MiddlewareRegistry {
-        self.middleware_registry()
     }
 
     fn middleware_grants(&self, name: &str, phase: Phase) -> Arc<Grants> {

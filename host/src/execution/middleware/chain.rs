@@ -95,15 +95,16 @@ impl ChainRunner for Link {
     }
 }
 
-/// Runs one call through the middleware attached to its tool, the tool's
-/// `call` innermost; `instance` is the tool's call instance (made after the
-/// decision, with the grants of `phase`), `input` the allowed input (as a
-/// value and as text), `permit` how to decide a rewritten input, and
-/// `output` where the outermost layer's chunks go. Without middleware this
-/// is exactly `instance.call(input)`.
+/// Runs one call through `layers` (the middleware attached to its tool,
+/// outermost first), the tool's `call` innermost; `instance` is the tool's
+/// call instance (made after the decision, with the grants of `phase`),
+/// `input` the allowed input (as a value and as text), `permit` how to
+/// decide a rewritten input, and `output` where the outermost layer's
+/// chunks go. Without middleware this is exactly `instance.call(input)`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_chain<H: ExecutionHost + Clone>(
     host: &H,
+    layers: Vec<Layer>,
     tool: Arc<LoadedTool>,
     mut instance: CallableTool,
     input: serde_json::Value,
@@ -113,7 +114,6 @@ pub(crate) async fn run_chain<H: ExecutionHost + Clone>(
     output: mpsc::Sender<Chunk>,
     phase: Phase,
 ) -> Result<InnerOutcome, CallFailure> {
-    let layers = host.middleware().chain_for(&tool.info.name)?;
     if layers.is_empty() {
         drop(output);
         let mut span = trace::child(|| "call");
