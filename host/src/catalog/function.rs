@@ -146,16 +146,7 @@ impl FunctionTool {
             input_schema: self.schema.to_string(),
             concurrency_safe: self.concurrency_safe,
             read_only: self.read_only,
-            external: false,
-            state_injected: false,
-            mcp_origin: None,
-            result_metadata_schema: None,
-            capabilities: types::Capabilities {
-                fs_read: Vec::new(),
-                fs_write: Vec::new(),
-                process_exec: false,
-                network: false,
-            },
+            ..types::ToolMetadata::default()
         }
     }
 }

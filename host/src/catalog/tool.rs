@@ -57,6 +57,30 @@ pub struct ToolInfo {
     pub sha256: String,
 }
 
+impl From<&ToolInfo> for ToolMetadata {
+    /// The record a component reports, from what the host validated: what
+    /// a middleware is told about the tool it wraps.
+    fn from(info: &ToolInfo) -> Self {
+        ToolMetadata {
+            name: info.name.clone(),
+            description: info.description.clone(),
+            input_schema: info.input_schema.to_string(),
+            concurrency_safe: info.concurrency_safe,
+            read_only: info.read_only,
+            external: info.external,
+            state_injected: info.state_injected,
+            mcp_origin: info.mcp_origin.clone(),
+            result_metadata_schema: info.result_metadata_schema.as_ref().map(|s| s.to_string()),
+            capabilities: crate::types::Capabilities {
+                fs_read: info.capabilities.fs_read.clone(),
+                fs_write: info.capabilities.fs_write.clone(),
+                process_exec: info.capabilities.process_exec,
+                network: info.capabilities.network,
+            },
+        }
+    }
+}
+
 /// Why a component was not loaded. Each message says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::tool::{MAX_PATH_BYTES, check_text_size};
 use crate::settings::McpServerSettings;
-use crate::types::{Capabilities, ToolMetadata};
+use crate::types::ToolMetadata;
 
 /// The own check of an upstream tool that is not read-only (AgentScope
 /// §9.2): a non-immune ask.
@@ -167,18 +167,9 @@ pub fn upstream_tool(server: &str, tool: &Value, trust_read_only: bool) -> Resul
             name,
             description,
             input_schema: Value::Object(schema).to_string(),
-            concurrency_safe: false,
             read_only: trust_read_only && hinted,
-            external: false,
-            state_injected: false,
             mcp_origin: Some(server.to_string()),
-            result_metadata_schema: None,
-            capabilities: Capabilities {
-                fs_read: Vec::new(),
-                fs_write: Vec::new(),
-                process_exec: false,
-                network: false,
-            },
+            ..ToolMetadata::default()
         },
     })
 }

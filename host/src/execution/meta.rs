@@ -22,7 +22,7 @@ use crate::runtime::failure::GuestFailure;
 use crate::runtime::store::{CallSetup, Deadline, OutputSink};
 use crate::runtime::{Limits, Runtime};
 use crate::state::AgentState;
-use crate::types::{Capabilities, ToolError, ToolMetadata};
+use crate::types::{ToolError, ToolMetadata};
 
 /// One meta tool: its metadata and what a call does with the session's
 /// state.
@@ -48,11 +48,8 @@ pub(crate) fn meta_metadata(
         input_schema: schema.to_string(),
         concurrency_safe,
         read_only,
-        external: false,
         state_injected: true,
-        mcp_origin: None,
-        result_metadata_schema: None,
-        capabilities: Capabilities { fs_read: Vec::new(), fs_write: Vec::new(), process_exec: false, network: false },
+        ..ToolMetadata::default()
     }
 }
 

@@ -17,7 +17,6 @@ use super::loader::LoadedMiddleware;
 use super::native::{MiddlewareOutput, NativeMiddleware, Next};
 use super::registry::Layer;
 use crate::capability::Phase;
-use crate::catalog::tool::ToolInfo;
 use crate::execution::callable::CallableTool;
 use crate::execution::function::panic_text;
 use crate::execution::host::{ExecutionHost, Permit, Verdict};
@@ -349,7 +348,7 @@ impl Chain {
             Ok(h) => h,
             Err(e) => return Err(self.fault(name, MiddlewareFault::Instantiate(format!("{e}")), false)),
         };
-        let metadata = wit_metadata(&self.tool.info);
+        let metadata = types::ToolMetadata::from(&self.tool.info);
         let result = with_deadline(&self.deadline, instance.on_tool_call(&mut store, metadata, &input, handler)).await;
         let was_waiting = waiting.load(Ordering::Relaxed);
         if store.data().sink.truncated() {
@@ -478,27 +477,6 @@ fn refusal_text(decision: &crate::permission::Decision) -> String {
         text.push_str(&format!(" ({reason})"));
     }
     text
-}
-
-/// A tool's metadata as the WIT record a middleware receives.
-fn wit_metadata(info: &ToolInfo) -> types::ToolMetadata {
-    types::ToolMetadata {
-        name: info.name.clone(),
-        description: info.description.clone(),
-        input_schema: info.input_schema.to_string(),
-        concurrency_safe: info.concurrency_safe,
-        read_only: info.read_only,
-        external: info.external,
-        state_injected: info.state_injected,
-        mcp_origin: info.mcp_origin.clone(),
-        result_metadata_schema: info.result_metadata_schema.as_ref().map(|s| s.to_string()),
-        capabilities: types::Capabilities {
-            fs_read: info.capabilities.fs_read.clone(),
-            fs_write: info.capabilities.fs_write.clone(),
-            process_exec: info.capabilities.process_exec,
-            network: info.capabilities.network,
-        },
-    }
 }
 
 /// Marks a step's span failed when its layer failed: with a fixed text,
