@@ -357,6 +357,13 @@ pub struct CommandScan {
     pub unknown_cd: Option<String>,
 }
 
+/// The most folders a scan follows. Each `cd` is taken from every folder
+/// found so far, so alternating targets (`cd a; cd b; cd a; …`) double
+/// them each time; past this many the next change of directory is
+/// recorded as unknown (a word spelling a protected name is then refused),
+/// so a hostile command cannot make the check run for ever.
+const MAX_SCAN_DIRS: usize = 64;
+
 /// A token of a command: a word, or a shell operator character.
 enum Token {
     Word(String),
@@ -397,6 +404,10 @@ impl CommandScan {
                 CdTarget::Home => scan.add_dir(&PathBuf::from(home)),
                 CdTarget::Stays => {}
                 CdTarget::Dir { dir, physical } => {
+                    if scan.dirs.len() >= MAX_SCAN_DIRS {
+                        scan.unknown(&format!("{word} {dir} (after {MAX_SCAN_DIRS} folders)"));
+                        continue;
+                    }
                     let unknown = cdpath
                         || dir.contains(['$', '*', '?', '['])
                         || (dir.starts_with('~') && dir != "~" && !dir.starts_with("~/"))
@@ -516,6 +527,21 @@ mod tests {
         p.add(ProtectedKind::SettingsFile, Path::new("/w/toolhost.toml"));
         p.add(ProtectedKind::StateDir, Path::new("/home/u/.local/state/toolhost"));
         p
+    }
+
+    /// Alternating targets double the folders at each `cd`: 40 of them
+    /// were 2^40 folders (a check that never ended, found by the fuzzer).
+    #[test]
+    fn alternating_changes_of_directory_stop_at_a_bound_and_count_as_unknown() {
+        let command = format!("{}cat toolhost.toml", "cd a; cd b; ".repeat(40));
+        let scan = CommandScan::new(&command, "/x", "/home/u");
+        assert!(scan.dirs.len() < 2 * MAX_SCAN_DIRS, "{} folders", scan.dirs.len());
+        let unknown = scan.unknown_cd.expect("the changes past the bound are unknown");
+        assert!(unknown.contains(&format!("after {MAX_SCAN_DIRS} folders")), "{unknown}");
+        let why = paths().named_in_input(&json!({"command": command}), "/x", "/home/u");
+        assert!(why.is_some_and(|why| why.contains("toolhost.toml")), "a protected name after them is refused");
+        let few = CommandScan::new("cd a; cd b; cd a; cat x", "/x", "/home/u");
+        assert!(few.unknown_cd.is_none() && few.dirs.len() == 7, "{:?}", few.dirs);
     }
 
     #[test]
