@@ -258,8 +258,18 @@ impl ProtectedPaths {
 
     /// The refusal when a word of `command` names a protected path, from
     /// `cwd` or from any folder the command may `cd` to.
+    ///
+    /// A relative word names an entry from a folder only if it spells the
+    /// entry's name or the folder is an entry or below one (the reasoning of
+    /// [`ProtectedPaths::may_be_named_in`], per folder), so other words are
+    /// resolved only from protected folders. Words that spell a name are
+    /// resolved from every folder, at most [`MAX_WORD_FOLDERS`] times in
+    /// all; past that, such a word is refused as if the folder were unknown.
     fn named_in_command(&self, command: &str, cwd: &str, home: &str) -> Option<String> {
         let scan = CommandScan::new(command, cwd, home);
+        let every_dir: Vec<&PathBuf> = scan.dirs.iter().collect();
+        let protected_dirs: Vec<&PathBuf> = scan.dirs.iter().filter(|d| self.at_or_above(d)).collect();
+        let mut resolved = 0;
         for word in &scan.words {
             let relative = !word.starts_with('/') && !word.starts_with('~');
             if !relative {
@@ -268,21 +278,27 @@ impl ProtectedPaths {
                 }
                 continue;
             }
-            for dir in &scan.dirs {
+            let spelled = self.spelled_by(word);
+            let dirs = if spelled.is_some() { &every_dir } else { &protected_dirs };
+            resolved += dirs.len();
+            if let Some(entry) = spelled.filter(|_| resolved > MAX_WORD_FOLDERS) {
+                let why = format!(
+                    "the command names it from more folders than toolhost follows: {MAX_WORD_FOLDERS} resolutions \
+                     of words like it"
+                );
+                return Some(unknown_folder_refusal(word, entry, &why));
+            }
+            for dir in dirs {
                 if let Some(why) = self.named(word, &dir.to_string_lossy(), home) {
                     return Some(why);
                 }
             }
-            if let Some(unknown) = &scan.unknown_cd
-                && let Some(entry) = self.spelled_by(word)
-            {
-                return Some(format!(
-                    "`{word}` may be {} {} (the command changes directory with `{unknown}`, which cannot be \
-                     read from its text, and then names `{word}`); name the file by its absolute path, or change \
-                     directory to a literal path",
-                    entry.kind.describe(),
-                    entry.path.display()
-                ));
+            if let (Some(unknown), Some(entry)) = (&scan.unknown_cd, spelled) {
+                let why = format!(
+                    "the command changes directory with `{unknown}`, which cannot be read from its text, and then \
+                     names `{word}`"
+                );
+                return Some(unknown_folder_refusal(word, entry, &why));
             }
         }
         None
@@ -309,6 +325,16 @@ impl ProtectedPaths {
         let abs = resolve(word, Path::new(cwd), home)?;
         self.covering(&abs).map(|e| e.refusal(&abs))
     }
+}
+
+/// The refusal of `word`, which may name `entry` from a folder the scan
+/// does not know (`why`).
+fn unknown_folder_refusal(word: &str, entry: &ProtectedPath, why: &str) -> String {
+    format!(
+        "`{word}` may be {} {} ({why}); name the file by its absolute path, or change directory to a literal path",
+        entry.kind.describe(),
+        entry.path.display()
+    )
 }
 
 /// `word` as a path: `~` and `~/…` taken in `home`, a relative path
@@ -363,6 +389,12 @@ pub struct CommandScan {
 /// recorded as unknown (a word spelling a protected name is then refused),
 /// so a hostile command cannot make the check run for ever.
 const MAX_SCAN_DIRS: usize = 64;
+
+/// The most times a command's words that spell a protected name are
+/// resolved from a folder ([`ProtectedPaths::named_in_input`]): each is
+/// resolved from every folder, so a long hostile command would otherwise
+/// hold the check for seconds.
+const MAX_WORD_FOLDERS: usize = 1 << 16;
 
 /// A token of a command: a word, or a shell operator character.
 enum Token {
@@ -542,6 +574,31 @@ mod tests {
         assert!(why.is_some_and(|why| why.contains("toolhost.toml")), "a protected name after them is refused");
         let few = CommandScan::new("cd a; cd b; cd a; cat x", "/x", "/home/u");
         assert!(few.unknown_cd.is_none() && few.dirs.len() == 7, "{:?}", few.dirs);
+    }
+
+    /// Words that spell a protected name, after changes of directory: each
+    /// is resolved from every folder (16 here), so 20 000 of them would be
+    /// 320 000 resolutions; past the budget such a word is refused.
+    #[test]
+    fn words_spelling_a_protected_name_are_resolved_within_a_budget() {
+        let words: String = (0..20_000).map(|i| format!("d{i}/toolhost.toml ")).collect();
+        let command = format!("cd a; cd b; cd c; cd d; cat {words}");
+        let why = paths().named_in_input(&json!({"command": command}), "/x", "/home/u").expect("refused");
+        assert!(why.contains(&format!("more folders than toolhost follows: {MAX_WORD_FOLDERS}")), "{why}");
+        let few: String = (0..10).map(|i| format!("d{i}/toolhost.toml ")).collect();
+        let command = format!("cd a; cd b; cd c; cd d; cat {few}");
+        assert!(paths().named_in_input(&json!({"command": command}), "/x", "/home/u").is_none(), "{command}");
+    }
+
+    /// A word that spells no protected name is still resolved from a
+    /// folder that is protected or lies below an entry.
+    #[test]
+    fn a_plain_word_is_resolved_from_a_protected_folder() {
+        for command in ["cd /home/u/.local/state/toolhost && rm -rf x", "cd a; cd /w/toolhost.toml/y; cat .."] {
+            let why = paths().named_in_input(&json!({"command": command}), "/x", "/home/u");
+            assert!(why.is_some(), "{command}");
+        }
+        assert!(paths().named_in_input(&json!({"command": "cd /w/src && rm -rf x"}), "/x", "/home/u").is_none());
     }
 
     #[test]
