@@ -149,7 +149,8 @@ fn overflows_a_parser_number(src: &str) -> bool {
 /// while it still looks for a here-document's end in some states: a tag
 /// of only quotes or white space (`<<"" `, `<<\f `), a comment (`<< #`),
 /// an expansion left open (`<<8$(  `), a document left open inside one
-/// (`$(<<w "$((`). A command that means a here-document closes it, with a
+/// (`$(<<w "$((`), a `${` left open on the document's first line
+/// (`<<c ${`). A command that means a here-document closes it, with a
 /// plain tag (letters, digits, `_-.,:/@%+=`, a `$NAME`, quoted or not:
 /// `EOF`, `'END_1'`); anything else is not given to the parser. Read as
 /// bytes with quoting ignored, so `echo '<<x'` and `$((1<<2))` count too.
@@ -176,7 +177,11 @@ fn has_an_unusual_here_document(src: &str) -> bool {
             .position(|b| matches!(b, b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')'))
             .map_or(bytes.len(), |n| i + n);
         let tag = &src[i..end];
-        if !is_plain_here_document_tag(tag) || !closes_here_document(&src[end..], tag, strip_tabs) {
+        let line_end = src[end..].find('\n').map_or(src.len(), |n| end + n);
+        if !is_plain_here_document_tag(tag)
+            || !closes_here_document(&src[end..], tag, strip_tabs)
+            || leaves_a_parameter_open(&src[end..line_end])
+        {
             return true;
         }
         from = end.max(at + 2);
@@ -194,6 +199,23 @@ fn is_plain_here_document_tag(tag: &str) -> bool {
         plain &= c.is_alphanumeric() || quote(c) || "_-.,:/@%+=".contains(c) || (c == '$' && name_follows);
     }
     plain
+}
+
+/// Whether `text` (the rest of a here-document's first line) opens a `${`
+/// it does not close: brush-parser's tokenizer then runs into the
+/// document's body and unwraps a character that is not there (a fuzzed
+/// `<<c<${}${` before the line `c`).
+fn leaves_a_parameter_open(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut open = 0usize;
+    for (i, b) in bytes.iter().enumerate() {
+        match b {
+            b'{' if i > 0 && bytes[i - 1] == b'$' => open += 1,
+            b'}' => open = open.saturating_sub(1),
+            _ => {}
+        }
+    }
+    open > 0
 }
 
 /// Whether a line after the first line of `rest` is the here-document's
@@ -1037,5 +1059,20 @@ fn nested_script(p: &Part) -> Option<Option<String>> {
             None
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parser_would_choke;
+
+    /// The text is kept from the parser (the fuzz target aborts on the
+    /// panic that `catch_unwind` would hide here, as the wasm tool traps).
+    #[test]
+    fn a_parameter_left_open_on_a_here_documents_first_line_is_kept_from_the_parser() {
+        assert!(parser_would_choke("<<c<${\0}${\nc"));
+        assert!(parser_would_choke("cat <<EOF ${x\nhi\nEOF"));
+        assert!(!parser_would_choke("cat <<EOF ${x}\nhi\nEOF"));
+        assert!(!parser_would_choke("echo ${x\ncat <<EOF\nhi\nEOF"));
     }
 }
