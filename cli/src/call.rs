@@ -123,9 +123,20 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
     Ok(code)
 }
 
-/// Opens (or starts) the session state file `<state_dir>/<name>.json`,
-/// warning when sessions of an earlier toolhost are left in the old place.
+/// Opens (or starts) the session state file `<state_dir>/<name>.json` and
+/// holds it for this process ([`AgentState::open`]).
 pub fn open_session(settings: &Settings, name: &str) -> Result<Arc<AgentState>> {
+    Ok(Arc::new(AgentState::open(&session_path(settings, name)?)?))
+}
+
+/// The session `name` as saved, to read only ([`AgentState::peek`]).
+pub fn peek_session(settings: &Settings, name: &str) -> Result<Arc<AgentState>> {
+    Ok(Arc::new(AgentState::peek(&session_path(settings, name)?)?))
+}
+
+/// `<state_dir>/<name>.json` for a valid session name, warning when
+/// sessions of an earlier toolhost are left in the old place.
+fn session_path(settings: &Settings, name: &str) -> Result<PathBuf> {
     let dir = settings.state_dir();
     if let Some(old) = settings.old_sessions_dir() {
         eprintln!(
@@ -141,8 +152,7 @@ pub fn open_session(settings: &Settings, name: &str) -> Result<Arc<AgentState>> 
     {
         bail!("session name '{name}' may only contain letters, digits, '-', '_' and '.' (not leading)");
     }
-    let path: PathBuf = dir.join(format!("{name}.json"));
-    Ok(Arc::new(AgentState::open(&path)?))
+    Ok(dir.join(format!("{name}.json")))
 }
 
 pub fn read_json_arg<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {

@@ -13,7 +13,7 @@ pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
     let host = global.host().await?;
     crate::first_run::wait_for_plugins(&host).await?;
     let session = match &args.session {
-        Some(name) => Some(super::call::open_session(host.settings(), name)?),
+        Some(name) => Some(super::call::peek_session(host.settings(), name)?),
         None => None,
     };
     let tools = host.available(session.as_deref()).await?;

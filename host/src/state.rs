@@ -1,6 +1,7 @@
 //! The agent state injected into tools that declare `state-injected`: the
 //! read cache behind read-before-write, and named JSON values (the task
-//! list). A session persists it to a file (`toolhost call --session NAME`).
+//! list). A session persists it to a file (`toolhost call --session NAME`),
+//! which one process at a time holds ([`AgentState::open`]).
 
 use crate::sync::MutexExt;
 use std::collections::BTreeMap;
@@ -85,8 +86,69 @@ pub struct AgentState {
     /// under the `data` lock.
     value_bytes: AtomicU64,
     file: Option<PathBuf>,
+    /// Holds `file` for this state alone while it lives (`None` without a
+    /// file, or for a [`AgentState::peek`]).
+    hold: Option<SessionHold>,
     /// Bumped each time [`AgentState::set_active_groups`] changes the set.
     group_changes: GroupChanges,
+}
+
+/// A session file held by one [`AgentState`]: an exclusive advisory lock
+/// (`flock`) on `<file>.lock`, which holds the holder's pid for the refusal
+/// of anyone else. The lock file stays when released (removing it would
+/// race a process that opened it meanwhile).
+#[derive(Debug)]
+struct SessionHold {
+    _lock: std::fs::File,
+}
+
+impl SessionHold {
+    fn take(path: &Path) -> Result<Self> {
+        let lock_path = hold_path(path);
+        if let Some(dir) = lock_path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let mut lock = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .with_context(|| format!("opening the session lock {}", lock_path.display()))?;
+        match lock.try_lock() {
+            Ok(()) => {
+                // Best effort: the pid only names the holder in a refusal.
+                let _ = lock.set_len(0).and_then(|()| std::io::Write::write_all(&mut lock, pid_line().as_bytes()));
+                Ok(Self { _lock: lock })
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let name = path.file_stem().unwrap_or(path.as_os_str()).to_string_lossy();
+                let holder = std::fs::read_to_string(&lock_path)
+                    .ok()
+                    .and_then(|text| text.trim().parse::<u32>().ok())
+                    .map_or_else(|| "another toolhost process".to_string(), |pid| format!("toolhost pid {pid}"));
+                bail!(
+                    "session {name} is in use by {holder} ({}): two processes on one session would each overwrite the \
+                     other's updates; wait until it ends, or use another session name",
+                    path.display()
+                )
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(e).with_context(|| format!("locking the session {}", lock_path.display()))
+            }
+        }
+    }
+}
+
+/// `<file>.lock` beside the session file `path`.
+fn hold_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+fn pid_line() -> String {
+    format!("{}\n", std::process::id())
 }
 
 /// The per-session change signal of the active tool groups: a `watch`
@@ -132,10 +194,26 @@ impl AgentState {
         Self::with_data(StateData { version: FORMAT_VERSION, ..Default::default() }, None)
     }
 
-    /// Opens the session file at `path`, or starts empty if it does not
-    /// exist. A file that exists but does not parse is an error, never a
-    /// silent reset: the user may want what is in it.
+    /// Opens the session file at `path` for this state alone, or starts
+    /// empty if it does not exist. A file that exists but does not parse is
+    /// an error, never a silent reset: the user may want what is in it.
+    ///
+    /// While the state lives it holds the file (an advisory lock on
+    /// `<path>.lock`, released by the kernel when the process ends): a
+    /// second open, from this process or another, is refused with the
+    /// holder's pid. Two states over one file would each save their own
+    /// copy, and the last save would silently drop the other's updates.
     pub fn open(path: &Path) -> Result<Self> {
+        let hold = SessionHold::take(path)?;
+        let mut state = Self::peek(path)?;
+        state.hold = Some(hold);
+        Ok(state)
+    }
+
+    /// The state in the session file at `path` as it is now, for reading
+    /// only (`toolhost list --session`): not held, so a process that holds
+    /// the file does not refuse it, and never saved.
+    pub fn peek(path: &Path) -> Result<Self> {
         let data = match std::fs::read(path) {
             Ok(bytes) => {
                 let data: StateData = serde_json::from_slice(&bytes).with_context(|| {
@@ -163,7 +241,13 @@ impl AgentState {
 
     fn with_data(data: StateData, file: Option<PathBuf>) -> Self {
         let bytes = data.values.iter().map(|(k, v)| value_size(k, v)).sum();
-        Self { data: Mutex::new(data), value_bytes: AtomicU64::new(bytes), file, group_changes: Default::default() }
+        Self {
+            data: Mutex::new(data),
+            value_bytes: AtomicU64::new(bytes),
+            file,
+            hold: None,
+            group_changes: Default::default(),
+        }
     }
 
     /// The active tool groups besides `basic`, in the order they were
@@ -201,9 +285,10 @@ impl AgentState {
     }
 
     /// Writes the state to its session file atomically (temporary file,
-    /// fsync, rename). A state without a file is not saved.
+    /// fsync, rename). A state without a file, or only peeked at, is not
+    /// saved.
     pub fn save(&self) -> Result<()> {
-        let Some(path) = &self.file else { return Ok(()) };
+        let (Some(path), Some(_)) = (&self.file, &self.hold) else { return Ok(()) };
         // Compact: pretty-printing nested values could make the file many
         // times the size the state bounds count.
         let json = serde_json::to_vec(&*self.lock())?;
@@ -400,9 +485,34 @@ mod tests {
         s.set("tasks", serde_json::json!([{"id": "1"}]), StateBounds::NONE).unwrap();
         s.set_active_groups(vec!["web".into()]);
         s.save().unwrap();
+        drop(s);
         let again = AgentState::open(&path).unwrap();
         assert_eq!(again.get("tasks"), Some(serde_json::json!([{"id": "1"}])));
         assert_eq!(again.active_groups(), vec!["web".to_string()]);
+    }
+
+    #[test]
+    fn a_session_file_is_held_by_one_state_until_it_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("work.json");
+        let first = AgentState::open(&path).unwrap();
+        first.set("k", serde_json::json!(1), StateBounds::NONE).unwrap();
+        first.save().unwrap();
+
+        let err = format!("{:#}", AgentState::open(&path).unwrap_err());
+        let holder = format!("session work is in use by toolhost pid {}", std::process::id());
+        assert!(err.contains(&holder) && err.contains("use another session name"), "{err}");
+
+        // A peek reads what was saved and never writes.
+        let peeked = AgentState::peek(&path).unwrap();
+        assert_eq!(peeked.get("k"), Some(serde_json::json!(1)));
+        peeked.set("k", serde_json::json!(2), StateBounds::NONE).unwrap();
+        peeked.save().unwrap();
+        drop(peeked);
+
+        drop(first);
+        let second = AgentState::open(&path).expect("free once the holder is gone");
+        assert_eq!(second.get("k"), Some(serde_json::json!(1)), "the peek saved nothing");
     }
 
     #[test]

@@ -495,10 +495,10 @@ fn part_imports(relative: &Path, text: &str, folder: &str) -> Vec<(String, Strin
                 }
             }
             path.extend(rest.split("::").map(ident).take_while(|s| !s.is_empty()));
-            if path.first().is_some_and(|f| f == folder) {
-                if let Some(part) = path.get(1).filter(|p| **p != own) {
-                    named.push((own.clone(), part.clone()));
-                }
+            if path.first().is_some_and(|f| f == folder)
+                && let Some(part) = path.get(1).filter(|p| **p != own)
+            {
+                named.push((own.clone(), part.clone()));
             }
         }
     }

@@ -5,6 +5,8 @@
 //! - `toolhost` killed with SIGKILL at spread moments of a Write, an Edit, a
 //!   task update (session save) and a compile-cache store: the file is the
 //!   old or the new bytes, the session and the cache load next time;
+//! - a second process on a session a running `serve` holds: refused with
+//!   the holder's pid, neither process's updates lost;
 //! - a full disk (a small tmpfs, mounted here: root is needed, and under
 //!   `CI=true` its absence fails the test) as the working directory and as
 //!   the state folder;
@@ -197,10 +199,42 @@ fn a_task_update_killed_midway_leaves_a_session_that_loads() {
     let files: Vec<String> = std::fs::read_dir(scratch.cli_sessions())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "s.json" && !n.contains(".tmp"))
+        .filter(|n| n != "s.json" && n != "s.json.lock" && !n.contains(".tmp"))
         .collect();
-    assert_eq!(files, Vec::<String>::new(), "only the session (and temporaries of killed saves) are there");
+    assert_eq!(files, Vec::<String>::new(), "only the session, its lock and temporaries of killed saves are there");
     assert!(killed > 0, "no run was killed before it finished (of {round})");
+}
+
+#[test]
+fn a_session_a_running_serve_holds_is_refused_to_another_process_until_it_ends() {
+    let scratch = Scratch::new();
+    let create = |subject: &str| {
+        let input = json!({"subject": subject, "description": "d"}).to_string();
+        scratch.cli(&["call", "--session", "s", "TaskCreate", &input])
+    };
+    let out = create("before the server");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let file = scratch.cli_sessions().join("s.json");
+    let saved = std::fs::read(&file).unwrap();
+
+    let server = toolhost_e2e::mcp::HttpServer::start(&scratch, &["--session", "s"]);
+    let out = create("while the server holds it");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a second process took the session: {stderr}");
+    let holder = format!("session s is in use by toolhost pid {}", server.pid());
+    assert!(stderr.contains(&holder) && stderr.contains("use another session name"), "{stderr}");
+    assert_eq!(std::fs::read(&file).unwrap(), saved, "the refused call wrote the session");
+    // Reading is not holding: listing the session's tools still works.
+    let out = scratch.cli(&["list", "--session", "s"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    drop(server); // killed: the kernel releases its hold
+    let out = create("after the server");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = scratch.cli(&["call", "--session", "s", "TaskList", "{}"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("before the server") && text.contains("after the server"), "{text}");
+    assert!(!text.contains("while the server holds it"), "{text}");
 }
 
 #[test]
@@ -317,8 +351,10 @@ fn a_full_state_folder_fails_the_save_and_keeps_the_old_session() {
     let err = format!("{:#}", state.save().expect_err("the disk is full"));
     assert!(err.contains("No space left on device") && err.contains("previous state is kept"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), saved, "the old session file is intact");
-    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(left, vec![std::ffi::OsString::from("s.json")], "no half-written temporary is left");
+    let mut left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    left.sort();
+    assert_eq!(left, ["s.json", "s.json.lock"].map(std::ffi::OsString::from), "no half-written temporary is left");
+    drop(state);
     let reopened = AgentState::open(&path).expect("the old session loads");
     assert_eq!(reopened.get("small"), Some(json!("kept")));
 }

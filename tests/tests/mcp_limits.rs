@@ -213,7 +213,7 @@ fn mcp_sigterm_stops_gracefully() {
     let leftovers: Vec<_> = std::fs::read_dir(&sessions)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "graceful.json")
+        .filter(|n| n != "graceful.json" && n != "graceful.json.lock")
         .collect();
     assert!(leftovers.is_empty(), "half-written files: {leftovers:?}");
 }
