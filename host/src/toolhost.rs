@@ -91,13 +91,30 @@ pub struct CallRequest {
     pub trace: Option<crate::telemetry::TraceParent>,
 }
 
+/// 12 hex digits, random for this process (its pid and start time if the
+/// system has no randomness to give).
+fn process_tag() -> String {
+    let mut bytes = [0u8; 6];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let mixed = (u64::from(std::process::id()) << 32) ^ (nanos as u64);
+        bytes.copy_from_slice(&mixed.to_le_bytes()[..6]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 impl CallRequest {
-    /// A call of `tool` with `input` (JSON text).
+    /// A call of `tool` with `input` (JSON text), with a fresh id:
+    /// `call_{process}_{n}`, the process part random (48 bits, drawn once)
+    /// and `n` counting this process's calls, so that the ids of every
+    /// process writing one audit log (each `toolhost call` is one) differ.
     pub fn new(tool: impl Into<String>, input: impl Into<String>) -> Self {
+        static PROCESS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let process = PROCESS.get_or_init(process_tag);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Self {
-            id: format!("call_{n}"),
+            id: format!("call_{process}_{n}"),
             tool: tool.into(),
             input: input.into(),
             mode: None,

@@ -278,6 +278,16 @@ fn the_cli_logs_call_and_run_and_replay_reports_each_changed_decision() {
     assert_eq!(calls(&records).len(), 3, "{records:#?}");
     assert_eq!(records[2]["tool"], "Read");
     assert!(work.join("a.txt").exists());
+    // Each `toolhost call` is a process of its own: their calls' ids differ.
+    let ids: Vec<&str> = calls(&records)[..2].iter().map(|r| r["call_id"].as_str().unwrap()).collect();
+    assert_ne!(ids[0], ids[1], "two processes logged one call id");
+    for id in &ids {
+        let parts: Vec<&str> = id.split('_').collect();
+        assert!(
+            parts.len() == 3 && parts[0] == "call" && parts[1].len() == 12 && parts[2] == "1",
+            "call_{{12 hex digits}}_{{n}}: {id}"
+        );
+    }
 
     // The same settings: nothing changes.
     let out = scratch.cli(&["audit", "replay", &log_arg]);
