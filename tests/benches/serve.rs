@@ -25,7 +25,7 @@ use rmcp::service::{Peer, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::json;
-use toolhost_e2e::mcp::HttpServer;
+use toolhost_e2e::mcp::{HttpServer, PythonHttpServer};
 use toolhost_e2e::{Scratch, env_number, example, mcp_python, percentile, root, toolhost_bin};
 
 const WARMUP: usize = 200;
@@ -161,34 +161,14 @@ impl Bench<'_> {
             let server = HttpServer::start_with(self.scratch, &global, &[]);
             (server.pid(), server.url.clone(), Some(server), None)
         } else {
-            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-            let child = Command::new(self.python)
-                .arg(root().join("bench/mcp_fastmcp_server.py"))
-                .args(["http", &port.to_string()])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("starting FastMCP");
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(Instant::now() < deadline, "FastMCP did not listen on {port} within 30 s");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let guard = KillOnDrop(child);
-            (guard.0.id(), format!("http://127.0.0.1:{port}/mcp"), None, Some(guard))
+            let mut command = Command::new(self.python);
+            command.arg(root().join("bench/mcp_fastmcp_server.py")).arg("http");
+            let server = PythonHttpServer::start(command, "FastMCP");
+            (server.pid(), server.url.clone(), None, Some(server))
         };
         let transport = StreamableHttpClientTransport::from_uri(url.as_str());
         let service = client_config().serve(transport).await.expect("the MCP handshake");
         measure(service, pid, self.calls, inflight).await
-    }
-}
-
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

@@ -40,6 +40,49 @@ pub fn serve_args(extra: &[&str]) -> Vec<String> {
     args
 }
 
+/// A Python MCP server over streamable HTTP (the upstream test server,
+/// FastMCP), killed when dropped.
+pub struct PythonHttpServer {
+    /// The process.
+    pub child: Child,
+    /// Its `/mcp` URL.
+    pub url: String,
+}
+
+impl PythonHttpServer {
+    /// Runs `command` with a free loopback port as its last argument and
+    /// waits (at most 30 s) until the port takes connections.
+    pub fn start(mut command: Command, what: &str) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = command
+            .arg(port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {what}: {e}"));
+        let server = Self { child, url: format!("http://127.0.0.1:{port}/mcp") };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "{what} did not listen on {port} within 30 s");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        server
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for PythonHttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// An HTTP server process that printed `…listening on URL` on stderr,
 /// killed when dropped.
 pub struct HttpServer {

@@ -10,15 +10,14 @@
 //! fixture (`mcp_fixture --hostile`: a tool list without end, a storm of
 //! list_changed) held to their bounds.
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost::response::ResultState;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
-use toolhost_e2e::mcp::{Transport, client as run_client, listed, serve_args};
+use toolhost_e2e::mcp::{PythonHttpServer, Transport, client as run_client, listed, serve_args};
 use toolhost_e2e::{Scratch, call, guest, mcp_python, root, text};
 
 fn server_script() -> String {
@@ -38,39 +37,17 @@ fn stdio_table(python: &Path, scratch: &Scratch, name: &str, extra: &[&str]) -> 
 }
 
 /// The test server over streamable HTTP, killed when dropped.
-struct HttpUpstream {
-    child: Child,
-    url: String,
-}
+struct HttpUpstream(PythonHttpServer);
 
 impl HttpUpstream {
     fn start(python: &Path, scratch: &Scratch) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(python)
-            .args([server_script(), "http".to_string(), port.to_string()])
-            .env("UPSTREAM_NOTES", scratch.outside("notes.txt"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting the upstream HTTP server");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "the upstream HTTP server did not listen on {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Self { child, url: format!("http://127.0.0.1:{port}/mcp") }
+        let mut command = Command::new(python);
+        command.args([server_script(), "http".to_string()]).env("UPSTREAM_NOTES", scratch.outside("notes.txt"));
+        Self(PythonHttpServer::start(command, "the upstream HTTP server"))
     }
 
     fn table(&self, name: &str) -> String {
-        format!("[mcp_servers.{name}]\nurl = {:?}\n", self.url)
-    }
-}
-
-impl Drop for HttpUpstream {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        format!("[mcp_servers.{name}]\nurl = {:?}\n", self.0.url)
     }
 }
 
