@@ -149,8 +149,8 @@ fn overflows_a_parser_number(src: &str) -> bool {
 /// while it still looks for a here-document's end in some states: a tag
 /// of only quotes or white space (`<<"" `, `<<\f `), a comment (`<< #`),
 /// an expansion left open (`<<8$(  `), a document left open inside one
-/// (`$(<<w "$((`), a `${` left open on the document's first line
-/// (`<<c ${`). A command that means a here-document closes it, with a
+/// (`$(<<w "$((`), a `${`, `$(` or `$[` left open on the document's
+/// first line (`<<c ${`). A command that means a here-document closes it, with a
 /// plain tag (letters, digits, `_-.,:/@%+=`, a `$NAME`, quoted or not:
 /// `EOF`, `'END_1'`); anything else is not given to the parser. Read as
 /// bytes with quoting ignored, so `echo '<<x'` and `$((1<<2))` count too.
@@ -180,7 +180,7 @@ fn has_an_unusual_here_document(src: &str) -> bool {
         let line_end = src[end..].find('\n').map_or(src.len(), |n| end + n);
         if !is_plain_here_document_tag(tag)
             || !closes_here_document(&src[end..], tag, strip_tabs)
-            || leaves_a_parameter_open(&src[end..line_end])
+            || leaves_an_expansion_open(&src[end..line_end])
         {
             return true;
         }
@@ -201,21 +201,34 @@ fn is_plain_here_document_tag(tag: &str) -> bool {
     plain
 }
 
-/// Whether `text` (the rest of a here-document's first line) opens a `${`
-/// it does not close: brush-parser's tokenizer then runs into the
-/// document's body and unwraps a character that is not there (a fuzzed
-/// `<<c<${}${` before the line `c`).
-fn leaves_a_parameter_open(text: &str) -> bool {
+/// Whether `text` (the rest of a here-document's first line) opens an
+/// expansion (`${`, `$(`, `$[`) it does not close: brush-parser's
+/// tokenizer then runs into the document's body and unwraps a character
+/// that is not there (fuzzed: `<<c<${}${` and `<<c<…$[]$[` before the line
+/// `c`). Within an open expansion a bare bracket of its kind nests too;
+/// outside one it is not counted, so `$(a)` after `(` still closes.
+fn leaves_an_expansion_open(text: &str) -> bool {
     let bytes = text.as_bytes();
-    let mut open = 0usize;
+    // `${…}`, `$(…)`, `$[…]`: how deep each is open.
+    let mut open = [0usize; 3];
     for (i, b) in bytes.iter().enumerate() {
-        match b {
-            b'{' if i > 0 && bytes[i - 1] == b'$' => open += 1,
-            b'}' => open = open.saturating_sub(1),
-            _ => {}
+        let after_dollar = i > 0 && bytes[i - 1] == b'$';
+        let (kind, opens) = match b {
+            b'{' => (0, true),
+            b'(' => (1, true),
+            b'[' => (2, true),
+            b'}' => (0, false),
+            b')' => (1, false),
+            b']' => (2, false),
+            _ => continue,
+        };
+        if !opens {
+            open[kind] = open[kind].saturating_sub(1);
+        } else if after_dollar || open[kind] > 0 {
+            open[kind] += 1;
         }
     }
-    open > 0
+    open.iter().any(|&depth| depth > 0)
 }
 
 /// Whether a line after the first line of `rest` is the here-document's
@@ -1074,5 +1087,16 @@ mod tests {
         assert!(parser_would_choke("cat <<EOF ${x\nhi\nEOF"));
         assert!(!parser_would_choke("cat <<EOF ${x}\nhi\nEOF"));
         assert!(!parser_would_choke("echo ${x\ncat <<EOF\nhi\nEOF"));
+    }
+
+    #[test]
+    fn a_command_or_arithmetic_left_open_on_a_here_documents_first_line_is_kept_from_the_parser() {
+        let fuzzed = "x\0\n!z<<c<JJJJz}\\\\z}}\u{1}\0@$[\u{e}\t\0\0]\0@$[\0\0\\  {\0\u{4}\\\\\\\\\nATnv FO\n i:*\nc";
+        assert!(parser_would_choke(fuzzed));
+        assert!(parser_would_choke("cat <<EOF $[1\nhi\nEOF"));
+        assert!(parser_would_choke("cat <<EOF $(date\nhi\nEOF"));
+        assert!(parser_would_choke("cat <<EOF $(echo (a)\nhi\nEOF"), "the bare ( nests inside $(");
+        assert!(!parser_would_choke("cat <<EOF $[1] $(date) ${x}\nhi\nEOF"));
+        assert!(!parser_would_choke("cat <<EOF (a $(b)\nhi\nEOF"), "a bare ( outside an expansion is not one");
     }
 }

@@ -328,8 +328,8 @@ fn brackets_nested_too_deep_are_answered_at_once() {
 /// the number of a file descriptor before a redirection and of a
 /// directory-stack tilde, and its tokenizer loops for ever, allocating, on
 /// a here-document left open or whose tag is empty to it (`<<""`, `<< #`,
-/// `<<8$(`), and unwraps a missing character when a `${` on a
-/// here-document's first line runs into its body (`<<c<${}${`).
+/// `<<8$(`), and unwraps a missing character when a `${`, `$(` or `$[` on
+/// a here-document's first line runs into its body (`<<c<${}${`).
 /// In the Bash tool (wasm, no unwinding, one deadline) the panic trapped
 /// the call and the loop burned its deadline and memory; each is now a
 /// parse failure, which asks. Words are parsed outside `catch_unwind`, so
@@ -364,6 +364,8 @@ fn text_the_parser_chokes_on_asks() {
         "echo \"$(cd ~+99999999999999999999)\"",
         "<<c<${\0}${\nc",
         "cat <<EOF ${x\nhi\nEOF",
+        "x\0\n!z<<c<JJJJz}\\\\z}}\u{1}\0@$[\u{e}\t\0\0]\0@$[\0\0\\  {\0\u{4}\\\\\\\\\nATnv FO\n i:*\nc",
+        "cat <<EOF $(date\nhi\nEOF",
     ] {
         for mode in [Mode::Default, Mode::AcceptEdits, Mode::DontAsk] {
             let v = check_permissions(command, &ctx(mode), &DangerLists::default());
