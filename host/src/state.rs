@@ -97,6 +97,12 @@ pub struct AgentState {
 /// (`flock`) on `<file>.lock`, which holds the holder's pid for the refusal
 /// of anyone else. The lock file stays when released (removing it would
 /// race a process that opened it meanwhile).
+///
+/// The lock file is written, so it is opened as nothing but a regular file
+/// of its own: not through a symbolic link (`O_NOFOLLOW`; a link planted
+/// there would have its target truncated), not a FIFO or a terminal
+/// (`O_NONBLOCK`, `O_NOCTTY`, then the descriptor's type checked), not a
+/// hard link to another file (its link count).
 #[derive(Debug)]
 struct SessionHold {
     _lock: std::fs::File,
@@ -104,6 +110,8 @@ struct SessionHold {
 
 impl SessionHold {
     fn take(path: &Path) -> Result<Self> {
+        use std::io::{Read as _, Seek as _, Write as _};
+        use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
         let lock_path = hold_path(path);
         if let Some(dir) = lock_path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -113,20 +121,39 @@ impl SessionHold {
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(&lock_path)
-            .with_context(|| format!("opening the session lock {}", lock_path.display()))?;
+            .with_context(|| {
+                format!(
+                    "opening the session lock {} (it must be a regular file, not a symbolic link; remove it)",
+                    lock_path.display()
+                )
+            })?;
+        let meta = lock.metadata().with_context(|| format!("reading {}", lock_path.display()))?;
+        crate::own_file::check_regular(&meta, &lock_path)?;
+        if meta.nlink() > 1 {
+            bail!(
+                "the session lock {} has {} hard links, so writing it could change another file; remove it",
+                lock_path.display(),
+                meta.nlink()
+            );
+        }
         match lock.try_lock() {
             Ok(()) => {
                 // Best effort: the pid only names the holder in a refusal.
-                let _ = lock.set_len(0).and_then(|()| std::io::Write::write_all(&mut lock, pid_line().as_bytes()));
+                let _ = lock.set_len(0).and_then(|()| lock.write_all(pid_line().as_bytes()));
                 Ok(Self { _lock: lock })
             }
             Err(std::fs::TryLockError::WouldBlock) => {
                 let name = path.file_stem().unwrap_or(path.as_os_str()).to_string_lossy();
-                let holder = std::fs::read_to_string(&lock_path)
-                    .ok()
-                    .and_then(|text| text.trim().parse::<u32>().ok())
-                    .map_or_else(|| "another toolhost process".to_string(), |pid| format!("toolhost pid {pid}"));
+                // The holder's pid, from the descriptor checked above.
+                let mut text = String::new();
+                let _ = lock.rewind().and_then(|()| (&mut lock).take(32).read_to_string(&mut text));
+                let holder = text
+                    .trim()
+                    .parse::<u32>()
+                    .map_or_else(|_| "another toolhost process".to_string(), |pid| format!("toolhost pid {pid}"));
                 bail!(
                     "session {name} is in use by {holder} ({}): two processes on one session would each overwrite the \
                      other's updates; wait until it ends, or use another session name",
@@ -150,6 +177,14 @@ fn hold_path(path: &Path) -> PathBuf {
 fn pid_line() -> String {
     format!("{}\n", std::process::id())
 }
+
+/// Saves made by this process: one temporary name per save, so two saves
+/// of the same session in one process never write the same file.
+static SAVES: AtomicU64 = AtomicU64::new(0);
+
+/// The largest session file read: the read cache's content bound and
+/// room for the named values.
+const MAX_SESSION_FILE_BYTES: u64 = 256 << 20;
 
 /// The per-session change signal of the active tool groups: a `watch`
 /// channel of a generation number (a slow reader sees the newest, never a
@@ -214,7 +249,10 @@ impl AgentState {
     /// only (`toolhost list --session`): not held, so a process that holds
     /// the file does not refuse it, and never saved.
     pub fn peek(path: &Path) -> Result<Self> {
-        let data = match std::fs::read(path) {
+        // A session file is read as toolhost's own files are: a FIFO or a
+        // device in its place is refused, not waited on or read for ever.
+        let bound = crate::own_file::Bound { max: MAX_SESSION_FILE_BYTES, name: "the most a session file may hold" };
+        let data = match crate::own_file::read(path, bound).map(|own| own.bytes) {
             Ok(bytes) => {
                 let data: StateData = serde_json::from_slice(&bytes).with_context(|| {
                     format!(
@@ -295,13 +333,12 @@ impl AgentState {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        // One temporary name per save, so two saves of the same session in
-        // one process never write the same file.
-        static SAVES: AtomicU64 = AtomicU64::new(0);
         let n = SAVES.fetch_add(1, Ordering::Relaxed);
         let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
         let written = (|| {
-            let mut file = std::fs::File::create(&tmp)?;
+            // A new file only: a link planted at the temporary name is not
+            // written through.
+            let mut file = std::fs::File::create_new(&tmp)?;
             std::io::Write::write_all(&mut file, &json)?;
             file.sync_all()
         })();
@@ -513,6 +550,66 @@ mod tests {
         drop(first);
         let second = AgentState::open(&path).expect("free once the holder is gone");
         assert_eq!(second.get("k"), Some(serde_json::json!(1)), "the peek saved nothing");
+    }
+
+    /// What lies at the lock's name is opened only as a regular file of its
+    /// own: a symbolic link or a hard link planted there is refused, and
+    /// the file it points to is left as it was.
+    #[test]
+    fn a_link_planted_at_the_session_lock_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "precious").unwrap();
+        let path = dir.path().join("s.json");
+        std::os::unix::fs::symlink(&victim, hold_path(&path)).unwrap();
+        let err = format!("{:#}", AgentState::open(&path).unwrap_err());
+        assert!(err.contains("not a symbolic link"), "{err}");
+        std::fs::remove_file(hold_path(&path)).unwrap();
+        std::fs::hard_link(&victim, hold_path(&path)).unwrap();
+        let err = format!("{:#}", AgentState::open(&path).unwrap_err());
+        assert!(err.contains("hard links"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+
+    /// A FIFO in place of the session file or its lock is refused at once
+    /// (a plain open or read of one waits for a writer for ever).
+    #[test]
+    fn a_fifo_in_place_of_the_session_or_its_lock_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let mkfifo = |p: &Path| {
+            let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: mkfifo with a NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        };
+        let path = dir.path().join("s.json");
+        mkfifo(&path);
+        let err = format!("{:#}", AgentState::open(&path).unwrap_err());
+        assert!(err.contains("a FIFO (named pipe), not a regular file"), "{err}");
+        let other = dir.path().join("t.json");
+        mkfifo(&hold_path(&other));
+        let err = format!("{:#}", AgentState::open(&other).unwrap_err());
+        assert!(err.contains("a FIFO (named pipe), not a regular file"), "{err}");
+    }
+
+    /// A save writes a new temporary file only: a link planted at the
+    /// temporary names is not written through.
+    #[test]
+    fn a_save_does_not_write_through_a_link_at_its_temporary_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "precious").unwrap();
+        let path = dir.path().join("s.json");
+        let state = AgentState::open(&path).unwrap();
+        state.set("k", serde_json::json!(1), StateBounds::NONE).unwrap();
+        let next = SAVES.load(Ordering::Relaxed);
+        for n in next..next + 1000 {
+            let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
+            std::os::unix::fs::symlink(&victim, tmp).unwrap();
+        }
+        let err = format!("{:#}", state.save().unwrap_err());
+        assert!(err.contains("previous state is kept"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!path.exists(), "nothing was saved through the link");
     }
 
     #[test]
