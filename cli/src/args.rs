@@ -119,6 +119,15 @@ pub struct Global {
     /// Speak plain HTTP (no TLS) to this registry host[:port] (repeatable; loopback registries always are) [default: [registry] insecure]
     #[arg(long, global = true, value_name = "HOST")]
     pub insecure_registry: Vec<String>,
+    /// Where agent state lives: local (this process; named sessions as files, one process at a time) or redis (shared by every process that names the same Redis and key prefix) [default: [state] store, else local]
+    #[arg(long, global = true, value_name = "KIND", value_parser = ["local", "redis"])]
+    pub state_store: Option<String>,
+    /// The Redis of a shared state store: redis://HOST:PORT/DB or rediss://… (no password here: TOOLHOST_REDIS_PASSWORD or [state.redis] password_file) [default: [state.redis] url]
+    #[arg(long, global = true, value_name = "URL", env = "TOOLHOST_REDIS_URL", hide_env_values = true)]
+    pub redis_url: Option<String>,
+    /// The prefix of every Redis key of this deployment (one per deployment) [default: [state.redis] key_prefix]
+    #[arg(long, global = true, value_name = "PREFIX")]
+    pub redis_key_prefix: Option<String>,
     /// More log output on stderr (-v info, -vv debug)
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -208,6 +217,15 @@ impl Global {
         }
         if let Some(image) = &self.docker_image {
             s.set_docker_image(image);
+        }
+        if let Some(kind) = &self.state_store {
+            s.state.store = kind.parse().map_err(anyhow::Error::msg)?;
+        }
+        if let Some(url) = &self.redis_url {
+            s.state.redis.url = Some(url.clone());
+        }
+        if let Some(prefix) = &self.redis_key_prefix {
+            s.state.redis.key_prefix = Some(prefix.clone());
         }
         Ok((s, path))
     }

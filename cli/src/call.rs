@@ -1,13 +1,13 @@
 //! `toolhost call` and `toolhost resume`.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use toolhost::response::{ContentBlock, ResultState, ToolResponse};
 use toolhost::settings::Settings;
-use toolhost::state::AgentState;
+use toolhost::state::{AgentState, FileStore, MemoryStore, StateKey, StateStore};
 use toolhost::{CallEvent, CallRequest, ExternalCall, ExternalResult, PermissionAnswer};
 
 use super::args::{CallArgs, Global, ResumeArgs};
@@ -27,7 +27,7 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
         Some(text) => text.to_string(),
     };
     let session = match &args.session {
-        Some(name) => Some(open_session(host.settings(), name)?),
+        Some(name) => Some(open_session(host.settings(), name).await?),
         None => None,
     };
     let mut request = CallRequest::new(&args.tool, input);
@@ -117,26 +117,42 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
             }
         }
     }
-    if let Some(state) = session {
-        state.save().context("saving the session state")?;
-    }
     Ok(code)
 }
 
-/// Opens (or starts) the session state file `<state_dir>/<name>.json` and
-/// holds it for this process ([`AgentState::open`]).
-pub fn open_session(settings: &Settings, name: &str) -> Result<Arc<AgentState>> {
-    Ok(Arc::new(AgentState::open(&session_path(settings, name)?)?))
+/// The session `name`: in the shared store when `[state] store = "redis"`,
+/// else in `<state_dir>/<name>.json`, held for this process (a second
+/// process is refused; see [`FileStore`]).
+pub async fn open_session(settings: &Settings, name: &str) -> Result<Arc<AgentState>> {
+    open_session_in(settings, crate::state_store::shared(settings, false).await?, name).await
 }
 
-/// The session `name` as saved, to read only ([`AgentState::peek`]).
-pub fn peek_session(settings: &Settings, name: &str) -> Result<Arc<AgentState>> {
-    Ok(Arc::new(AgentState::peek(&session_path(settings, name)?)?))
+/// [`open_session`] with the shared store already reached (`None`: local).
+pub async fn open_session_in(
+    settings: &Settings,
+    shared: Option<Arc<dyn StateStore>>,
+    name: &str,
+) -> Result<Arc<AgentState>> {
+    let key = StateKey::named(name)?;
+    let store = shared.unwrap_or_else(|| file_sessions(settings));
+    Ok(Arc::new(AgentState::open(store, key).await?))
 }
 
-/// `<state_dir>/<name>.json` for a valid session name, warning when
-/// sessions of an earlier toolhost are left in the old place.
-fn session_path(settings: &Settings, name: &str) -> Result<PathBuf> {
+/// The session `name` as it is now, to read only: in the shared store, or
+/// a copy in memory of its file, so that a process holding the file does
+/// not refuse it and nothing is saved.
+pub async fn peek_session(settings: &Settings, name: &str) -> Result<Arc<AgentState>> {
+    let key = StateKey::named(name)?;
+    if let Some(shared) = crate::state_store::shared(settings, false).await? {
+        return Ok(Arc::new(AgentState::in_store(shared, key)));
+    }
+    let saved = file_sessions(settings).saved(&key)?;
+    Ok(Arc::new(AgentState::in_store(Arc::new(MemoryStore::with_state(key.clone(), saved)), key)))
+}
+
+/// The store of named sessions in `<state_dir>`, warning when sessions of
+/// an earlier toolhost are left in the old place.
+fn file_sessions(settings: &Settings) -> Arc<FileStore> {
     let dir = settings.state_dir();
     if let Some(old) = settings.old_sessions_dir() {
         eprintln!(
@@ -146,13 +162,7 @@ fn session_path(settings: &Settings, name: &str) -> Result<PathBuf> {
             new = dir.display()
         );
     }
-    if name.is_empty()
-        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-        || name.starts_with('.')
-    {
-        bail!("session name '{name}' may only contain letters, digits, '-', '_' and '.' (not leading)");
-    }
-    Ok(dir.join(format!("{name}.json")))
+    Arc::new(FileStore::new(dir))
 }
 
 pub fn read_json_arg<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {

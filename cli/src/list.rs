@@ -13,7 +13,7 @@ pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
     let host = global.host().await?;
     crate::first_run::wait_for_plugins(&host).await?;
     let session = match &args.session {
-        Some(name) => Some(super::call::peek_session(host.settings(), name)?),
+        Some(name) => Some(super::call::peek_session(host.settings(), name).await?),
         None => None,
     };
     let tools = host.available(session.as_deref()).await?;
@@ -32,7 +32,7 @@ pub async fn list(global: &Global, args: ListArgs) -> Result<u8> {
     outln!("\nflags: r read-only, c concurrency-safe, x external, s state-injected");
     let groups = host.groups().groups();
     if !groups.is_empty() {
-        let active = session.as_deref().unwrap_or(host.state()).active_groups();
+        let active = session.as_deref().unwrap_or(host.state()).active_groups().await?;
         outln!("\nGROUPS (turned on and off with reset_tools; `basic`, every other tool, is always on)");
         for g in groups {
             let on = if active.contains(&g.name) { "on " } else { "off" };

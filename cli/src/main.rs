@@ -21,6 +21,7 @@ mod registry;
 mod run;
 mod serve;
 mod shown;
+mod state_store;
 mod status;
 mod wit;
 

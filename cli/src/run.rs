@@ -33,7 +33,7 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<u8> {
     }
     let host = global.host().await?;
     let session = match &args.session {
-        Some(name) => Some(open_session(host.settings(), name)?),
+        Some(name) => Some(open_session(host.settings(), name).await?),
         None => None,
     };
     let calls: Vec<CallRequest> = specs
@@ -77,9 +77,6 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<u8> {
         return Err(e);
     }
     printer.finish();
-    if let Some(state) = session {
-        state.save()?;
-    }
     Ok(code)
 }
 

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
-use toolhost_mcp::{HttpOptions, McpFront, MemorySessions, NamedSession, SessionStore};
+use toolhost::state::MemoryStore;
+use toolhost_mcp::{HttpOptions, McpFront, SessionStates};
 
 use super::args::{Global, ServeArgs};
 use super::{call, exit};
@@ -23,12 +24,16 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
         eprintln!("toolhost serve: metrics on http://{bound}/metrics");
     }
     let telemetry = host.telemetry().cloned();
-    let store: Arc<dyn SessionStore> = match &args.session {
-        Some(name) => Arc::new(NamedSession::new(call::open_session(host.settings(), name)?)),
-        None => Arc::new(MemorySessions::default()),
+    let states = match (&args.session, crate::state_store::shared(host.settings(), true).await?) {
+        (Some(name), shared) => {
+            let state = call::open_session_in(host.settings(), shared, name).await?;
+            SessionStates::shared(state.store().clone(), state.key().clone())
+        }
+        (None, Some(shared)) => SessionStates::per_session(shared),
+        (None, None) => SessionStates::per_session(Arc::new(MemoryStore::default())),
     };
     let watcher = if args.watch || host.settings().watch { Some(watch(&host).await?) } else { None };
-    let front = McpFront::new(host, store)?;
+    let front = McpFront::new(host, states)?;
     if let Some((watcher, _)) = &watcher {
         front.forward_reload_errors(watcher.reload_errors());
     }

@@ -35,5 +35,6 @@ pub mod permission;
 pub mod protected;
 pub mod registry;
 pub mod settings;
+pub mod state_store;
 pub mod telemetry;
 pub mod utc;

@@ -51,6 +51,9 @@ pub enum ProtectedKind {
     /// A configured skill folder (`[skills] dirs`): its `SKILL.md` files
     /// are instructions to the model, listed at the next start.
     SkillDir,
+    /// A secret toolhost reads (`[state.redis] password_file`): a tool that
+    /// read it could reach the shared state store itself.
+    Secret,
 }
 
 impl ProtectedKind {
@@ -65,6 +68,7 @@ impl ProtectedKind {
             ProtectedKind::LockFile => "toolhost's lock file of pinned plugins",
             ProtectedKind::AuditLog => "toolhost's audit log",
             ProtectedKind::SkillDir => "a skill folder toolhost reads",
+            ProtectedKind::Secret => "a secret toolhost reads",
         }
     }
 
@@ -75,6 +79,7 @@ impl ProtectedKind {
                 | ProtectedKind::ComponentFile
                 | ProtectedKind::LockFile
                 | ProtectedKind::AuditLog
+                | ProtectedKind::Secret
         )
     }
 }

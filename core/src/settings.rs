@@ -60,6 +60,7 @@
 //! env = { DOCS_ROOT = "/srv/docs" }
 //! ```
 
+pub use crate::state_store::{RedisSettings, StateSettings, StoreKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -195,6 +196,8 @@ pub struct Settings {
     pub trust: crate::registry::TrustSettings,
     /// Traces and metrics (`[telemetry]`).
     pub telemetry: crate::telemetry::TelemetrySettings,
+    /// Where agent state lives (`[state]`): this process, or a shared Redis.
+    pub state: crate::state_store::StateSettings,
 }
 
 /// One `[mcp_servers.NAME]` table: an MCP server whose tools become
@@ -432,6 +435,7 @@ impl Default for Settings {
             registry: Default::default(),
             trust: Default::default(),
             telemetry: Default::default(),
+            state: Default::default(),
         }
     }
 }
@@ -477,6 +481,7 @@ impl Settings {
         let mut settings: Settings = toml::from_str(text)?;
         settings.audit.validate().map_err(anyhow::Error::msg)?;
         settings.telemetry.validate().map_err(anyhow::Error::msg)?;
+        settings.state.validate().map_err(anyhow::Error::msg)?;
         settings.resolve_relative(base);
         Ok(settings)
     }
@@ -521,6 +526,42 @@ impl Settings {
         }
         if let Some(p) = self.audit.path.as_mut() {
             fix(p);
+        }
+        for p in [&mut self.state.redis.password_file, &mut self.state.redis.ca_file].into_iter().flatten() {
+            fix(p);
+        }
+    }
+
+    /// Whether the processes tools start are contained: the local backend
+    /// with its sandbox `on` and no network, or the Docker backend on the
+    /// network `none`. `Err` says what is not, and how to contain them.
+    pub fn processes_contained(&self) -> Result<(), String> {
+        let table = |name: &str| self.backend.options.get(name).and_then(toml::Value::as_table);
+        let text = |table: Option<&toml::Table>, key: &str| {
+            table.and_then(|t| t.get(key)).and_then(toml::Value::as_str).map(str::to_string)
+        };
+        match self.backend.kind.as_str() {
+            "local" => {
+                let local = table("local");
+                let sandbox = text(local, "sandbox").unwrap_or_else(|| "off".into());
+                let network = local.and_then(|t| t.get("network")).and_then(toml::Value::as_bool).unwrap_or(false);
+                if sandbox == "on" && !network {
+                    return Ok(());
+                }
+                Err(format!(
+                    "the local backend runs tool processes with [backend.local] sandbox = \"{sandbox}\"{}; set \
+                     sandbox = \"on\" and network = false",
+                    if network { " and network = true" } else { "" }
+                ))
+            }
+            "docker" => match text(table("docker"), "network").as_deref() {
+                None | Some("none") => Ok(()),
+                Some(network) => Err(format!(
+                    "the Docker backend runs tool processes on the network \"{network}\"; set [backend.docker] \
+                     network = \"none\""
+                )),
+            },
+            other => Err(format!("the backend \"{other}\" is not known to contain its processes")),
         }
     }
 
@@ -663,6 +704,9 @@ impl Settings {
         p.add(ProtectedKind::CacheDir, &self.cache_dir());
         for file in self.audit.files() {
             p.add(ProtectedKind::AuditLog, &file);
+        }
+        if let Some(file) = &self.state.redis.password_file {
+            p.add(ProtectedKind::Secret, file);
         }
         if let Some(old) = self.old_sessions_dir() {
             p.add(ProtectedKind::StateDir, old.parent().unwrap_or(&old));

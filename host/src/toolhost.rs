@@ -71,6 +71,7 @@ pub(crate) mod watch;
 
 pub use call::tool_error_text;
 pub use replace::Replacement;
+pub use toolkit::ListToolsError;
 
 /// One call to make.
 #[derive(Debug, Clone)]

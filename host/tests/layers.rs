@@ -76,6 +76,7 @@ const CORE_LAYERS: &[(&str, usize)] = &[
     ("limits", 0),
     ("audit", 0),
     ("telemetry", 0),
+    ("state_store", 0),
     ("input_schema", 0),
     ("permission", 0),
     ("settings", 2),

@@ -20,12 +20,8 @@ use crate::asks::{Answer, Rounds};
 use crate::call::{Asker, Driven, drive};
 use crate::changes::forward;
 use crate::logs::{Logs, Threshold};
-use crate::session::{MemoryNonces, NonceStore, SessionGuard, SessionStore};
+use crate::session::{MemoryNonces, NonceStore, SessionGuard, SessionStates};
 use crate::tools::{error_result, mcp_tool};
-
-/// The session key of requests that carry no session (2026-07-28 is
-/// sessionless): they share one state.
-const SESSIONLESS: &str = "sessionless";
 
 /// Serves one [`Toolhost`] to MCP clients. Cheap to clone; each clone made
 /// by [`McpFront::for_new_session`] has its own agent state.
@@ -39,7 +35,7 @@ pub struct McpFront {
 
 struct Shared {
     host: Toolhost,
-    store: Arc<dyn SessionStore>,
+    states: SessionStates,
     rounds: Rounds,
     /// Fired by [`McpFront::stop_new_work`]: no new calls, listeners end.
     stopping: CancellationToken,
@@ -50,37 +46,35 @@ struct Shared {
 }
 
 impl McpFront {
-    /// A front for `host` whose sessions keep their state in `store`.
+    /// A front for `host` whose sessions keep their agent states as
+    /// `states` says.
     ///
     /// The nonces that make sealed request states single-use are kept in
     /// this process ([`MemoryNonces`]); [`McpFront::with_nonces`] shares
     /// another store.
-    pub fn new(host: Toolhost, store: Arc<dyn SessionStore>) -> anyhow::Result<Self> {
-        Self::with_nonces(host, store, Arc::new(MemoryNonces::default()))
+    pub fn new(host: Toolhost, states: SessionStates) -> anyhow::Result<Self> {
+        Self::with_nonces(host, states, Arc::new(MemoryNonces::default()))
     }
 
-    /// A front for `host` whose sessions keep their state in `store` and
-    /// whose pending questions keep their nonces in `nonces`.
-    pub fn with_nonces(
-        host: Toolhost,
-        store: Arc<dyn SessionStore>,
-        nonces: Arc<dyn NonceStore>,
-    ) -> anyhow::Result<Self> {
+    /// A front for `host` whose sessions keep their agent states as
+    /// `states` says and whose pending questions keep their nonces in
+    /// `nonces`.
+    pub fn with_nonces(host: Toolhost, states: SessionStates, nonces: Arc<dyn NonceStore>) -> anyhow::Result<Self> {
         let shared = Arc::new(Shared {
             host,
-            store: store.clone(),
+            states: states.clone(),
             rounds: Rounds::new(nonces)?,
             stopping: CancellationToken::new(),
             calls: TaskTracker::new(),
             logs: Logs::new(),
         });
-        Ok(Self { session: Arc::new(SessionGuard::new(new_session_key(), store)), shared, log_level: Arc::default() })
+        Ok(Self { session: Arc::new(SessionGuard::new(states)), shared, log_level: Arc::default() })
     }
 
     /// The same host for a new MCP session, with a state of its own (the
     /// state ends when the last clone of the returned front is dropped).
     pub fn for_new_session(&self) -> Self {
-        let guard = SessionGuard::new(new_session_key(), self.shared.store.clone());
+        let guard = SessionGuard::new(self.shared.states.clone());
         Self { shared: self.shared.clone(), session: Arc::new(guard), log_level: Arc::default() }
     }
 
@@ -137,11 +131,6 @@ impl McpFront {
     }
 }
 
-fn new_session_key() -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    format!("session-{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-}
-
 /// Whether the request speaks 2026-07-28 (or later): sessionless, no
 /// server-to-client requests.
 fn is_2026(ctx: &RequestContext<RoleServer>) -> bool {
@@ -191,13 +180,13 @@ impl ServerHandler for McpFront {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         // Only `basic` and the session's active tool groups are offered.
-        let state = self.session_state(&self.state_key(&ctx))?;
+        let state = self.session_state(&ctx);
         let infos = self
             .shared
             .host
             .available(Some(&state))
             .await
-            .map_err(|e| ErrorData::internal_error(format!("loading the tools failed: {e}"), None))?;
+            .map_err(|e| ErrorData::internal_error(format!("listing the tools failed: {e}"), None))?;
         Ok(ListToolsResult::with_all_items(infos.iter().map(mcp_tool).collect()))
     }
 
@@ -258,7 +247,7 @@ impl ServerHandler for McpFront {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink().clone();
         let closed = context.request_context().ct.clone();
-        let groups = self.session_state(SESSIONLESS)?.group_changes();
+        let groups = self.shared.states.state(self.shared.states.sessionless_key()).group_changes();
         forward(self.shared.host.tool_list_changes(), Some(groups), [&closed, &self.shared.stopping], || {
             let sink = sink.clone();
             async move {
@@ -311,10 +300,9 @@ impl ServerHandler for McpFront {
             (true, true) => Asker::Rounds(&answers),
             (false, true) => Asker::Elicit,
         };
-        let key = self.state_key(&ctx);
-        let state = self.session_state(&key)?;
+        let state = Arc::new(self.session_state(&ctx));
         let group_changes = state.group_changes();
-        let mut request = CallRequest::new(&tool, args.to_string()).session(state.clone()).caller(caller(&ctx));
+        let mut request = CallRequest::new(&tool, args.to_string()).session(state).caller(caller(&ctx));
         if let Some(parent) = crate::trace_context::from_request(&ctx) {
             request = request.trace_parent(parent);
         }
@@ -328,9 +316,6 @@ impl ServerHandler for McpFront {
             && let Err(e) = ctx.peer.notify_tool_list_changed().await
         {
             tracing::warn!("telling the client its tool list changed failed: {e}");
-        }
-        if let Err(e) = self.shared.store.save(&key, &state) {
-            tracing::warn!("saving the session state failed: {e:#}");
         }
         match driven {
             Driven::Done(result) => Ok(result.into()),
@@ -350,18 +335,11 @@ impl ServerHandler for McpFront {
 }
 
 impl McpFront {
-    /// The key of the agent state a request uses: its MCP session's, or the
-    /// one shared by sessionless (2026-07-28) requests.
-    fn state_key(&self, ctx: &RequestContext<RoleServer>) -> String {
-        if is_2026(ctx) { SESSIONLESS.to_string() } else { self.session.key.clone() }
-    }
-
-    /// The agent state under `key`.
-    fn session_state(&self, key: &str) -> Result<Arc<toolhost::state::AgentState>, ErrorData> {
-        self.shared
-            .store
-            .open(key)
-            .map_err(|e| ErrorData::internal_error(format!("opening the session state: {e:#}"), None))
+    /// The agent state a request uses: its MCP session's, or the one shared
+    /// by sessionless (2026-07-28) requests.
+    fn session_state(&self, ctx: &RequestContext<RoleServer>) -> toolhost::state::AgentState {
+        let states = &self.shared.states;
+        states.state(if is_2026(ctx) { states.sessionless_key() } else { self.session.key.clone() })
     }
 
     /// The answers so far of a 2026-07-28 retry: opens its sealed state

@@ -27,7 +27,7 @@ pub mod upstream;
 pub use handler::McpFront;
 pub use http::{HttpOptions, serve_http};
 pub use metrics::serve_metrics;
-pub use session::{MemoryNonces, MemorySessions, NamedSession, NonceStore, SessionStore};
+pub use session::{MemoryNonces, NonceStore, SessionStates};
 
 use anyhow::{Context as _, Result};
 use rmcp::ServiceExt as _;

@@ -19,6 +19,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod fixtures;
 pub mod load;
 pub mod mcp;
+pub mod redis;
 pub mod shown;
 
 /// The `p` quantile (0.0–1.0, nearest rank) of `samples`, which it sorts:

@@ -146,12 +146,14 @@ async fn permission_exports_set_no_state() {
     let session = Arc::new(AgentState::new());
     call_in(&host, "CheckWrites", input.clone(), Mode::Explore, &session).await;
     call_in(&host, "CheckWrites", input.clone(), Mode::Default, &session).await;
-    let keys = |s: &AgentState| s.snapshot().values.keys().cloned().collect::<Vec<_>>();
-    assert_eq!(keys(host.state()), Vec::<String>::new());
-    assert_eq!(keys(&session), Vec::<String>::new());
+    async fn keys(s: &AgentState) -> Vec<String> {
+        s.snapshot().await.unwrap().values.keys().cloned().collect()
+    }
+    assert_eq!(keys(host.state()).await, Vec::<String>::new());
+    assert_eq!(keys(&session).await, Vec::<String>::new());
     let (state, out) = call_in(&host, "CheckWrites", input, Mode::Bypass, &session).await;
     assert_eq!(state, ResultState::Success, "{out}");
-    assert_eq!(keys(&session), vec!["pwned-call".to_string()], "only `call` may set state");
+    assert_eq!(keys(&session).await, vec!["pwned-call".to_string()], "only `call` may set state");
 }
 
 #[test]

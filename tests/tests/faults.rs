@@ -20,8 +20,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use std::sync::Arc;
 use toolhost::permission::Mode;
-use toolhost::state::{AgentState, StateBounds};
+use toolhost::state::{AgentState, FileStore, StateBounds, StateKey};
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 use toolhost_e2e::{Scratch, call, guest, root, toolhost_bin};
 
@@ -341,27 +342,29 @@ async fn a_full_working_directory_fails_the_write_keeps_the_old_file_and_keeps_s
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "the new bytes\n");
 }
 
-#[test]
-fn a_full_state_folder_fails_the_save_and_keeps_the_old_session() {
+#[tokio::test]
+async fn a_full_state_folder_fails_the_change_and_keeps_the_old_session() {
     let scratch = Scratch::new();
     let dir = scratch.dir.path().join("sessions");
     let Some(_disk) = Tmpfs::mount(&dir, "256k") else { return };
     let path = dir.join("s.json");
-    let state = AgentState::open(&path).expect("a new session");
-    state.set("small", json!("kept"), StateBounds::NONE).unwrap();
-    state.save().expect("a small session fits");
+    let key = StateKey::named("s").unwrap();
+    let store = Arc::new(FileStore::new(&dir));
+    let state = AgentState::open(store.clone(), key.clone()).await.expect("a new session");
+    state.set("small", json!("kept"), StateBounds::NONE).await.expect("a small session fits");
     let saved = std::fs::read(&path).unwrap();
 
-    state.set("big", json!("y".repeat(400_000)), StateBounds::NONE).unwrap();
-    let err = format!("{:#}", state.save().expect_err("the disk is full"));
+    let err = state.set("big", json!("y".repeat(400_000)), StateBounds::NONE).await.expect_err("the disk is full");
+    let err = err.to_string();
     assert!(err.contains("No space left on device") && err.contains("previous state is kept"), "{err}");
+    assert_eq!(state.get("big").await.unwrap(), None, "a change that was not saved is not kept");
     assert_eq!(std::fs::read(&path).unwrap(), saved, "the old session file is intact");
     let mut left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     left.sort();
     assert_eq!(left, ["s.json", "s.json.lock"].map(std::ffi::OsString::from), "no half-written temporary is left");
-    drop(state);
-    let reopened = AgentState::open(&path).expect("the old session loads");
-    assert_eq!(reopened.get("small"), Some(json!("kept")));
+    drop((state, store));
+    let reopened = AgentState::open(Arc::new(FileStore::new(&dir)), key).await.expect("the old session loads");
+    assert_eq!(reopened.get("small").await.unwrap(), Some(json!("kept")));
 }
 
 // ---- a plugin rewritten while it loads -----------------------------------

@@ -337,6 +337,18 @@ async fn a_file_changed_behind_the_tools_back_must_be_read_again() {
         err(&env.call("Edit", json!({"file_path": p, "old_string": "one", "new_string": "1"})).await)
             .contains("must first read")
     );
+    // Rewritten with its size kept and its mtime put back: the read cache
+    // keeps the file's digest, not its mtime alone, so the read no longer
+    // counts and the other writer's bytes are not overwritten.
+    ok(&env.call("Read", json!({"file_path": p})).await);
+    let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+    write(&p, "six\n");
+    std::fs::File::options().write(true).open(&p).unwrap().set_modified(mtime).unwrap();
+    assert!(
+        err(&env.call("Edit", json!({"file_path": p, "old_string": "six", "new_string": "6"})).await)
+            .contains("must first read")
+    );
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), "six\n");
 }
 
 /// Every file under `dir` with its content.

@@ -467,8 +467,9 @@ async fn every_import_refuses_hostile_arguments_and_touches_nothing_outside() {
     assert!(outcome(state, "set many-keys").contains("max_state_keys"), "{state}");
     assert_eq!(outcome(state, "get huge-key"), "ok: None");
     assert_eq!(outcome(state, "cached-file outside"), "ok: None");
-    assert!(host.state().get("k").is_none());
-    assert!(host.state().get("key-49").is_some() && host.state().get("key-50").is_none());
+    assert!(host.state().get("k").await.unwrap().is_none());
+    assert!(host.state().get("key-49").await.unwrap().is_some());
+    assert!(host.state().get("key-50").await.unwrap().is_none());
 
     // log and output: taken, bounded, and the response sane.
     assert_eq!(outcome(&reports["log"].1, "log"), "ok: returned");
@@ -572,7 +573,7 @@ async fn a_middleware_cannot_take_the_instance_pool_with_runs_it_never_reads() {
             && refused.contains("middleware 'mw-import-attack' started another run of the inner layers of 'Flood' while 3 were still running"),
         "{refused}"
     );
-    host.state().set("release", json!(true), StateBounds::NONE).unwrap();
+    host.state().set("release", json!(true), StateBounds::NONE).await.unwrap();
     let r = loop {
         if let CallEvent::Finished(r) = next_event(&mut flood, "the flooding call").await {
             break r;

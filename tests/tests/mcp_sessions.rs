@@ -1,7 +1,7 @@
 //! Per-session agent state over MCP, end to end with the Python client:
 //! two sessions do not see each other's tasks, a resumed 2025-11-25 session
 //! keeps its state, the state is dropped when the session ends (the server
-//! is `toolhost_mcp` embedded here over a `MemorySessions` the test can
+//! is `toolhost_mcp` embedded here over a `MemoryStore` the test can
 //! look into), and `toolhost serve --session NAME` shares one named state
 //! between clients and server processes.
 
@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolhost::state::MemoryStore;
 use toolhost_e2e::mcp::{HttpServer, Transport, client, serve_args};
 use toolhost_e2e::{Scratch, mcp_python};
-use toolhost_mcp::{HttpOptions, McpFront, MemorySessions};
+use toolhost_mcp::{HttpOptions, McpFront, SessionStates};
 
 fn create(subject: &str) -> Value {
     json!(["TaskCreate", {"subject": subject, "description": "d"}])
@@ -26,8 +27,8 @@ async fn mcp_sessions_are_separate_kept_when_resumed_and_dropped_when_they_end()
     let mut settings = scratch.settings();
     settings.permissions.allow = vec!["TaskCreate".into(), "TaskList".into()];
     let host = scratch.host(settings).await;
-    let store = Arc::new(MemorySessions::default());
-    let front = McpFront::new(host, store.clone()).unwrap();
+    let store = Arc::new(MemoryStore::default());
+    let front = McpFront::new(host, SessionStates::per_session(store.clone())).unwrap();
     let (bound_tx, bound_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(toolhost_mcp::serve_http(

@@ -96,7 +96,7 @@ async fn a_task_lifecycle_with_dependencies() {
     );
 
     // Deviations: blocked transitions, cycles, unknown ids, self-references.
-    let before = s.get("tasks");
+    let before = s.get("tasks").await.unwrap();
     let e = err(&run(&host, &s, "TaskUpdate", json!({"task_id": "3", "status": "in_progress", "owner": "me"})).await);
     assert_eq!(
         e,
@@ -109,7 +109,7 @@ async fn a_task_lifecycle_with_dependencies() {
     assert!(e.starts_with("TaskUpdateError: add_blocks names a task that does not exist: 9."), "{e}");
     let e = err(&run(&host, &s, "TaskUpdate", json!({"task_id": "4", "add_blocks": ["4"]})).await);
     assert!(e.starts_with("TaskUpdateError: a task cannot depend on itself"), "{e}");
-    assert_eq!(s.get("tasks"), before, "refused updates change nothing");
+    assert_eq!(s.get("tasks").await.unwrap(), before, "refused updates change nothing");
 
     // Reference errors.
     assert_eq!(err(&run(&host, &s, "TaskGet", json!({"task_id": "42"})).await), "Task not found");
@@ -158,7 +158,7 @@ async fn a_task_lifecycle_with_dependencies() {
     );
 
     // What is stored: the reference's shape, UTC timestamps.
-    let stored = s.get("tasks").expect("tasks are stored");
+    let stored = s.get("tasks").await.unwrap().expect("tasks are stored");
     let tasks = stored.as_array().unwrap();
     assert_eq!(tasks.iter().map(|t| t["id"].as_str().unwrap()).collect::<Vec<_>>(), ["1", "3", "4"]);
     assert_eq!(tasks[1]["state"], "completed");
@@ -186,7 +186,7 @@ async fn schema_violations_and_explore_mode_are_refused_before_the_tool_runs() {
         .await
         .into_response();
     assert_eq!(r.state, ResultState::Denied, "{r:?}");
-    assert_eq!(s.get("tasks"), None, "nothing ran");
+    assert_eq!(s.get("tasks").await.unwrap(), None, "nothing ran");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,7 +204,7 @@ async fn a_task_tool_without_the_state_grant_says_so() {
         e.contains("denied: state is not granted to tool 'TaskCreate'") && e.contains("--grant TaskCreate=state"),
         "the missing capability is named: {e}"
     );
-    assert_eq!(host.state().get("tasks"), None);
+    assert_eq!(host.state().get("tasks").await.unwrap(), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,7 +212,7 @@ async fn a_corrupt_task_list_is_reported_and_left_alone() {
     let scratch = Scratch::new();
     let host = host(&scratch).await;
     let s = Arc::new(AgentState::new());
-    s.set("tasks", json!({"not": "a list"}), StateBounds::NONE).unwrap();
+    s.set("tasks", json!({"not": "a list"}), StateBounds::NONE).await.unwrap();
     for (tool, input) in [
         ("TaskList", json!({})),
         ("TaskGet", json!({"task_id": "1"})),
@@ -226,7 +226,7 @@ async fn a_corrupt_task_list_is_reported_and_left_alone() {
     }
     let e = err(&run(&host, &s, "TaskCreate", json!({"subject": "s", "description": "d"})).await);
     assert!(e.starts_with("CreateTaskError: the task list stored in the agent state"), "{e}");
-    assert_eq!(s.get("tasks"), Some(json!({"not": "a list"})), "never overwritten");
+    assert_eq!(s.get("tasks").await.unwrap(), Some(json!({"not": "a list"})), "never overwritten");
 }
 
 /// Parallel calls of concurrency-safe task tools in one session must not lose
@@ -249,7 +249,7 @@ async fn parallel_creates_in_one_session_lose_nothing() {
     for c in calls {
         ok(&c.await.unwrap());
     }
-    let stored = s.get("tasks").unwrap();
+    let stored = s.get("tasks").await.unwrap().unwrap();
     let mut ids: Vec<u32> =
         stored.as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().parse().unwrap()).collect();
     ids.sort();

@@ -102,11 +102,12 @@ impl ToolGroups {
         self.group_of.get(tool).map(|&i| &self.groups[i])
     }
 
-    /// The group of `tool` when it is not active in `state` (so the tool
-    /// may not be called nor offered); `None` when the tool is offered.
-    pub fn inactive_group(&self, tool: &str, state: &AgentState) -> Option<&ToolGroup> {
+    /// The group of `tool` when it is not among the `active` groups (so
+    /// the tool may not be called nor offered); `None` when the tool is
+    /// offered.
+    pub fn inactive_group(&self, tool: &str, active: &[String]) -> Option<&ToolGroup> {
         let group = self.group_of(tool)?;
-        (!state.active_groups().contains(&group.name)).then_some(group)
+        (!active.contains(&group.name)).then_some(group)
     }
 
     /// The refusal of a call to a tool of an inactive group (the reference's
@@ -143,8 +144,9 @@ impl ToolGroups {
     /// Runs `reset_tools` on `state`: the groups set to `true` in `input`
     /// become the active set (in input order), and the answer lists them
     /// with their instructions. An unknown key or a non-boolean value
-    /// changes nothing and is an error naming it.
-    pub fn reset(&self, input: &serde_json::Value, state: &AgentState) -> Result<String, String> {
+    /// changes nothing and is an error naming it, as does a state store
+    /// that cannot keep the change.
+    pub async fn reset(&self, input: &serde_json::Value, state: &AgentState) -> Result<String, String> {
         let object = input.as_object().ok_or_else(|| "Invalid arguments: the input must be an object".to_string())?;
         let unknown: Vec<&str> =
             object.keys().map(String::as_str).filter(|k| !self.groups.iter().any(|g| g.name == *k)).collect();
@@ -169,7 +171,7 @@ impl ToolGroups {
                 }
             }
         }
-        state.set_active_groups(active.clone());
+        state.set_active_groups(active.clone()).await.map_err(|e| e.to_string())?;
         Ok(self.activation_text(&active))
     }
 
@@ -236,29 +238,31 @@ mod tests {
         assert!(schema.get("required").is_none());
     }
 
-    #[test]
-    fn the_input_is_the_final_state() {
+    #[tokio::test]
+    async fn the_input_is_the_final_state() {
         let (g, state) = (groups(), AgentState::new());
-        let text = g.reset(&json!({"group_2": true}), &state).unwrap();
+        let text = g.reset(&json!({"group_2": true}), &state).await.unwrap();
         assert!(text.starts_with("The currently activated tool group(s): group_2."), "{text}");
         assert!(text.contains("<group name=\"group_2\">Use tool_2 carefully.</group>"), "{text}");
-        assert!(g.inactive_group("tool_1", &state).is_some() && g.inactive_group("tool_2", &state).is_none());
-        let text = g.reset(&json!({"group_1": true, "group_2": true}), &state).unwrap();
+        let active = state.active_groups().await.unwrap();
+        assert!(g.inactive_group("tool_1", &active).is_some() && g.inactive_group("tool_2", &active).is_none());
+        let text = g.reset(&json!({"group_1": true, "group_2": true}), &state).await.unwrap();
         assert!(text.starts_with("The currently activated tool group(s): group_1, group_2."), "{text}");
-        assert_eq!(g.reset(&json!({}), &state).unwrap(), "All tool groups are currently deactivated.");
-        assert!(g.inactive_group("tool_2", &state).is_some());
-        assert!(g.inactive_group("Bash", &state).is_none(), "basic is always active");
+        assert_eq!(g.reset(&json!({}), &state).await.unwrap(), "All tool groups are currently deactivated.");
+        let active = state.active_groups().await.unwrap();
+        assert!(g.inactive_group("tool_2", &active).is_some());
+        assert!(g.inactive_group("Bash", &active).is_none(), "basic is always active");
     }
 
-    #[test]
-    fn bad_input_changes_nothing() {
+    #[tokio::test]
+    async fn bad_input_changes_nothing() {
         let (g, state) = (groups(), AgentState::new());
-        g.reset(&json!({"group_1": true}), &state).unwrap();
-        let e = g.reset(&json!({"nope": true, "group_2": true}), &state).unwrap_err();
+        g.reset(&json!({"group_1": true}), &state).await.unwrap();
+        let e = g.reset(&json!({"nope": true, "group_2": true}), &state).await.unwrap_err();
         assert_eq!(e, "Invalid group name(s): nope. The current available groups are: group_1, group_2");
-        let e = g.reset(&json!({"group_2": "yes"}), &state).unwrap_err();
+        let e = g.reset(&json!({"group_2": "yes"}), &state).await.unwrap_err();
         assert!(e.contains("'group_2' should be a bool value, but got string"), "{e}");
-        assert_eq!(state.active_groups(), vec!["group_1".to_string()]);
+        assert_eq!(state.active_groups().await.unwrap(), vec!["group_1".to_string()]);
     }
 
     #[test]

@@ -26,12 +26,13 @@ use crate::types::{ToolError, ToolMetadata};
 
 /// One meta tool: its metadata and what a call does with the session's
 /// state.
+#[async_trait::async_trait]
 pub(crate) trait MetaTool: Send + Sync + 'static {
     /// Its name, description and schema.
     fn metadata(&self) -> ToolMetadata;
     /// Runs one call on validated `input` in the session `state`: the text
     /// for the model, or an error text (the call ends in state `error`).
-    fn run(&self, input: &serde_json::Value, state: &AgentState) -> Result<String, String>;
+    async fn run(&self, input: &serde_json::Value, state: &AgentState) -> Result<String, String>;
 }
 
 /// The metadata of a meta tool: no capability, state-injected.
@@ -140,9 +141,9 @@ impl Callable for MetaInstance {
             Ok(v) => v,
             Err(e) => return Ok(Err(ToolError::InvalidInput(format!("the input is not JSON: {e}")))),
         };
-        // File reads of `Skill` block briefly; off the async workers.
+        // A task of its own, so that a panic ends this call only.
         let tool = self.tool.clone();
-        let work = tokio::task::spawn_blocking(move || tool.run(&value, &state));
+        let work = tokio::spawn(async move { tool.run(&value, &state).await });
         match with_deadline(&self.deadline, work).await {
             None => Err(GuestFailure::Timeout { limit_ms: self.limits.timeout_ms }),
             Some(Err(join)) if join.is_panic() => Err(GuestFailure::Panic { message: panic_text(&*join.into_panic()) }),

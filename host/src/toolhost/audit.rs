@@ -45,7 +45,7 @@ impl Toolhost {
         let tool = request.tool.clone();
         let raw_input = request.input.clone();
         let mode = request.mode.unwrap_or(self.mode());
-        let session = request.session.as_ref().and_then(|s| s.file()).map(|p| p.display().to_string());
+        let session = request.session.as_ref().and_then(|s| s.location());
         let caller = request.caller.clone();
         let response = audit::scope(call.clone(), self.run_call(request, events)).await;
         let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);

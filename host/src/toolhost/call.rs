@@ -140,8 +140,10 @@ impl Toolhost {
         };
         // A tool of an inactive group is neither offered nor called (and
         // not loaded to refuse it).
-        if let Some(refusal) = self.inactive_refusal(&request.tool, request.session.as_deref()) {
-            return fail(refusal).await;
+        match self.inactive_refusal(&request.tool, request.session.as_deref()).await {
+            Ok(None) => {}
+            Ok(Some(refusal)) => return fail(refusal).await,
+            Err(e) => return fail(e.to_string()).await,
         }
         let loaded = match self.tool(&request.tool).await {
             Ok(loaded) => loaded,

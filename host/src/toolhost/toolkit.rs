@@ -9,34 +9,51 @@ use crate::catalog::group::{RESET_TOOLS, ToolGroups};
 use crate::catalog::skill::{SKILL, Skills};
 use crate::catalog::tool::{LoadError, ToolInfo};
 use crate::execution::meta::{MetaTool, load_meta, meta_metadata};
-use crate::state::AgentState;
+use crate::state::{AgentState, StateError};
 use crate::types::ToolMetadata;
+
+/// Why the tools offered to a session could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum ListToolsError {
+    /// A tool could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The session's active groups could not be read.
+    #[error(transparent)]
+    State(#[from] StateError),
+}
 
 /// `reset_tools` over the configured groups.
 struct ResetTools(Arc<ToolGroups>);
 
+#[async_trait::async_trait]
 impl MetaTool for ResetTools {
     fn metadata(&self) -> ToolMetadata {
         // Not read-only, concurrency-safe (spec §11.6: reset_tools T/F).
         meta_metadata(RESET_TOOLS, self.0.reset_tools_description(), self.0.reset_tools_schema(), false, true)
     }
 
-    fn run(&self, input: &serde_json::Value, state: &AgentState) -> Result<String, String> {
-        self.0.reset(input, state)
+    async fn run(&self, input: &serde_json::Value, state: &AgentState) -> Result<String, String> {
+        self.0.reset(input, state).await
     }
 }
 
 /// `Skill` over the skills found.
 struct SkillViewer(Arc<Skills>);
 
+#[async_trait::async_trait]
 impl MetaTool for SkillViewer {
     fn metadata(&self) -> ToolMetadata {
         // Read-only and concurrency-safe (spec §11.6: Skill T/T).
         meta_metadata(SKILL, self.0.description(), Skills::schema(), true, true)
     }
 
-    fn run(&self, input: &serde_json::Value, _state: &AgentState) -> Result<String, String> {
-        self.0.view(input)
+    async fn run(&self, input: &serde_json::Value, _state: &AgentState) -> Result<String, String> {
+        // Its file reads block briefly: off the async workers.
+        let (skills, input) = (self.0.clone(), input.clone());
+        tokio::task::spawn_blocking(move || skills.view(&input))
+            .await
+            .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
     }
 }
 
@@ -78,13 +95,13 @@ impl Toolhost {
     /// host's own state when `None`): the meta tools first, then every tool
     /// of `basic` and of the session's active groups, by name. Loads
     /// nothing, like [`Toolhost::list`].
-    pub async fn available(&self, session: Option<&AgentState>) -> Result<Vec<ToolInfo>, LoadError> {
-        let state = session.unwrap_or(self.state());
+    pub async fn available(&self, session: Option<&AgentState>) -> Result<Vec<ToolInfo>, ListToolsError> {
+        let active = self.active_groups(session).await?;
         let mut tools: Vec<ToolInfo> = self
             .list()
             .await?
             .into_iter()
-            .filter(|t| self.inner.groups.inactive_group(&t.name, state).is_none())
+            .filter(|t| self.inner.groups.inactive_group(&t.name, &active).is_none())
             .collect();
         // The meta tools lead the listing, as in the reference.
         tools.sort_by_key(|t| (t.name != SKILL, t.name != RESET_TOOLS));
@@ -94,9 +111,22 @@ impl Toolhost {
     /// The refusal of a call to `tool` when its group is inactive in
     /// `session` (the host's own state when `None`); `None` when the tool
     /// may be called.
-    pub fn inactive_refusal(&self, tool: &str, session: Option<&AgentState>) -> Option<String> {
-        let state = session.unwrap_or(self.state());
-        let group = self.inner.groups.inactive_group(tool, state)?;
-        Some(ToolGroups::inactive_message(tool, &group.name))
+    pub async fn inactive_refusal(
+        &self,
+        tool: &str,
+        session: Option<&AgentState>,
+    ) -> Result<Option<String>, StateError> {
+        let Some(group) = self.inner.groups.group_of(tool) else { return Ok(None) };
+        let active = self.active_groups(session).await?;
+        Ok((!active.contains(&group.name)).then(|| ToolGroups::inactive_message(tool, &group.name)))
+    }
+
+    /// The active groups of `session` (the host's own state when `None`);
+    /// none are read when no group is configured.
+    async fn active_groups(&self, session: Option<&AgentState>) -> Result<Vec<String>, StateError> {
+        if self.inner.groups.is_empty() {
+            return Ok(Vec::new());
+        }
+        session.unwrap_or(self.state()).active_groups().await
     }
 }

@@ -28,7 +28,8 @@ use toolhost::Toolhost;
 use toolhost::function::FunctionTool;
 use toolhost::response::{Chunk, ContentBlock, ResultState};
 use toolhost::settings::Settings;
-use toolhost_mcp::{HttpOptions, McpFront, MemorySessions};
+use toolhost::state::MemoryStore;
+use toolhost_mcp::{HttpOptions, McpFront, SessionStates};
 
 #[path = "mcp_fixture/hostile.rs"]
 mod hostile;
@@ -208,7 +209,7 @@ async fn main() -> Result<()> {
     if let Some(file) = args.add_when.clone() {
         tokio::spawn(follow(host.clone(), file));
     }
-    let front = McpFront::new(host, Arc::new(MemorySessions::default()))?;
+    let front = McpFront::new(host, SessionStates::per_session(Arc::new(MemoryStore::default())))?;
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
     };

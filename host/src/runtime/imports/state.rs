@@ -16,7 +16,7 @@ use crate::backend::scope::Access;
 use crate::backend::{self, BackendError};
 use crate::runtime::CallState;
 use crate::runtime::bindings::v0_1_0::state::Host;
-use crate::state::{AgentState, StateBounds};
+use crate::state::{AgentState, CachedFile, ReadForm, StateBounds, file_digest};
 
 impl CallState {
     /// The agent state, if this tool may use it here (`write`: change a
@@ -26,15 +26,27 @@ impl CallState {
         self.agent_state.clone().ok_or_else(|| self.grants.denied("state"))
     }
 
-    /// The mtime of `path` through the backend, within the tool's scope.
+    /// `path`'s metadata through the backend, within the tool's scope.
     /// (Borrows only `Sync` fields across the await, so the future is `Send`.)
-    fn mtime(&self, path: String) -> impl std::future::Future<Output = Result<u64, BackendError>> + Send + 'static {
+    fn stat(
+        &self,
+        path: String,
+    ) -> impl std::future::Future<Output = Result<backend::FileStat, BackendError>> + Send + 'static {
         let backend = self.backend.clone();
         let grants = self.grants.clone();
-        async move {
-            let stat: backend::FileStat = backend.stat(&grants.fs, &path).await?;
-            Ok(stat.mtime_ns)
-        }
+        async move { backend.stat(&grants.fs, &path).await }
+    }
+
+    /// At most `max_bytes` of `path` through the backend, within the
+    /// tool's scope.
+    fn read_bytes(
+        &self,
+        path: String,
+        max_bytes: u64,
+    ) -> impl std::future::Future<Output = Result<Vec<u8>, BackendError>> + Send + 'static {
+        let backend = self.backend.clone();
+        let grants = self.grants.clone();
+        async move { backend.read_file(&grants.fs, &path, max_bytes).await }
     }
 
     /// Reads `path` as the host, through the tool's scope: its mtime (taken
@@ -45,12 +57,10 @@ impl CallState {
         path: String,
         max_bytes: u64,
     ) -> impl std::future::Future<Output = Result<(u64, Vec<u8>), BackendError>> + Send + 'static {
-        let backend = self.backend.clone();
-        let grants = self.grants.clone();
+        let (stat, read) = (self.stat(path.clone()), self.read_bytes(path, max_bytes));
         async move {
-            let stat = backend.stat(&grants.fs, &path).await?;
-            let bytes = backend.read_file(&grants.fs, &path, max_bytes).await?;
-            Ok((stat.mtime_ns, bytes))
+            let stat = stat.await?;
+            Ok((stat.mtime_ns, read.await?))
         }
     }
 
@@ -73,16 +83,6 @@ impl CallState {
     }
 }
 
-/// Whether `content` is what the host read (`bytes`): the same bytes, or
-/// the same text (invalid UTF-8 replaced) with `\r\n` and lone `\r` as `\n`.
-fn is_host_read(content: &str, bytes: &[u8]) -> bool {
-    if content.as_bytes() == bytes {
-        return true;
-    }
-    let text = String::from_utf8_lossy(bytes);
-    text == content || (text.contains('\r') && text.replace("\r\n", "\n").replace('\r', "\n") == content)
-}
-
 impl Host for CallState {
     async fn cache_file(&mut self, path: String, content: String) -> wasmtime::Result<()> {
         let Ok(state) = self.state_for(false) else { return Ok(()) };
@@ -92,11 +92,27 @@ impl Host for CallState {
         // read as `\n`): a larger one is not read at all.
         let max = (content.len() as u64).saturating_mul(2);
         match self.host_read(self.absolute(&path), max).await {
-            Ok((mtime, bytes)) if is_host_read(&content, &bytes) => state.cache_file(&path, mtime, content),
-            Ok(_) => tracing::warn!(
-                tool = &*self.tool,
-                "cache-file refused for {path}: the content given is not what the file holds"
-            ),
+            Ok((mtime_ns, bytes)) => match ReadForm::of(&content, &bytes) {
+                Some(form) => {
+                    let entry = CachedFile {
+                        path: path.clone(),
+                        mtime_ns,
+                        size: bytes.len() as u64,
+                        sha256: file_digest(&bytes),
+                        form,
+                    };
+                    // No error channel here: a store that cannot record it
+                    // leaves the file unread, and the next write asks for
+                    // a fresh Read.
+                    if let Err(e) = state.cache_file(entry).await {
+                        tracing::warn!(tool = &*self.tool, "cache-file not recorded for {path}: {e}");
+                    }
+                }
+                None => tracing::warn!(
+                    tool = &*self.tool,
+                    "cache-file refused for {path}: the content given is not what the file holds"
+                ),
+            },
             Err(e) => tracing::debug!(tool = &*self.tool, "cache-file skipped for {path}: {e}"),
         }
         Ok(())
@@ -104,26 +120,45 @@ impl Host for CallState {
 
     async fn cached_file(&mut self, path: String) -> wasmtime::Result<Option<String>> {
         let Ok(state) = self.state_for(false) else { return Ok(None) };
-        match self.mtime(self.absolute(&path)).await {
-            Ok(mtime) => Ok(state.cached_file(&path, Some(mtime))),
-            // Gone: the entry is stale and dropped.
-            Err(BackendError::NotFound(_)) => Ok(state.cached_file(&path, None)),
+        let Ok(Some(entry)) = state.cached_file(&path).await else { return Ok(None) };
+        // The store keeps no content: the file is read again through this
+        // tool's scope and handed out only while it is what was read.
+        let stat = self.stat(self.absolute(&path)).await;
+        let unchanged = match stat {
+            Ok(stat) if stat.mtime_ns == entry.mtime_ns && stat.size == entry.size => {
+                match self.read_bytes(self.absolute(&path), entry.size).await {
+                    Ok(bytes) if file_digest(&bytes) == entry.sha256 => return Ok(Some(entry.form.content(&bytes))),
+                    Ok(_) => false,
+                    Err(BackendError::NotFound(_)) => false,
+                    Err(_) => return Ok(None),
+                }
+            }
+            Ok(_) | Err(BackendError::NotFound(_)) => false,
             // Outside this tool's read grant (or unreadable): neither shown nor dropped.
-            Err(_) => Ok(None),
+            Err(_) => return Ok(None),
+        };
+        if !unchanged {
+            // Changed or gone: the entry is stale and dropped.
+            let _ = state.forget_file(&path).await;
         }
+        Ok(None)
     }
 
     async fn forget_file(&mut self, path: String) -> wasmtime::Result<()> {
         if let Ok(state) = self.state_for(false)
             && self.grants.fs.locate(&self.absolute(&path), Access::Read).is_ok()
         {
-            state.forget_file(&path);
+            let _ = state.forget_file(&path).await;
         }
         Ok(())
     }
 
     async fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<String>, String>> {
-        Ok(self.state_for(false).map(|state| state.get(&key).map(|v| v.to_string())).map_err(bounded_message))
+        let got = match self.state_for(false) {
+            Ok(state) => state.get(&key).await.map(|v| v.map(|v| v.to_string())).map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        };
+        Ok(got.map_err(bounded_message))
     }
 
     async fn compare_and_set(
@@ -132,46 +167,70 @@ impl Host for CallState {
         expected: Option<String>,
         value: String,
     ) -> wasmtime::Result<Result<bool, String>> {
-        Ok(self.compare_and_set_unbounded(key, expected, value).map_err(bounded_message))
+        Ok(self.compare_and_set_unbounded(key, expected, value).await.map_err(bounded_message))
     }
 
     async fn set(&mut self, key: String, value: String) -> wasmtime::Result<Result<(), String>> {
-        Ok(self.set_unbounded(key, value).map_err(bounded_message))
+        Ok(self.set_unbounded(key, value).await.map_err(bounded_message))
     }
 }
 
 impl CallState {
-    /// `compare-and-set`, its error text not yet cut for the guest.
-    fn compare_and_set_unbounded(&self, key: String, expected: Option<String>, value: String) -> Result<bool, String> {
-        let state = self.state_for(true)?;
-        self.check_value_size(&key, &value)?;
-        let expected = expected
-            .as_deref()
-            .map(serde_json::from_str::<serde_json::Value>)
-            .transpose()
-            .map_err(|e| format!("the expected value for '{key}' is not JSON: {e}"))?;
-        let json = serde_json::from_str(&value).map_err(|e| format!("the value for '{key}' is not JSON: {e}"))?;
-        state.compare_and_set(&key, expected.as_ref(), json, self.state_bounds()).map_err(|e| e.to_string())
+    /// `compare-and-set`, its error text not yet cut for the guest. (The
+    /// checks are made before the first await: the future holds only the
+    /// state, so it is `Send`.)
+    fn compare_and_set_unbounded(
+        &self,
+        key: String,
+        expected: Option<String>,
+        value: String,
+    ) -> impl std::future::Future<Output = Result<bool, String>> + Send + 'static {
+        let checked = (|| {
+            let state = self.state_for(true)?;
+            self.check_value_size(&key, &value)?;
+            let expected = expected
+                .as_deref()
+                .map(serde_json::from_str::<serde_json::Value>)
+                .transpose()
+                .map_err(|e| format!("the expected value for '{key}' is not JSON: {e}"))?;
+            let json = serde_json::from_str(&value).map_err(|e| format!("the value for '{key}' is not JSON: {e}"))?;
+            Ok::<_, String>((state, expected, json, self.state_bounds()))
+        })();
+        async move {
+            let (state, expected, json, bounds) = checked?;
+            state.compare_and_set(&key, expected, json, bounds).await.map_err(|e| e.to_string())
+        }
     }
 
     /// `set`, its error text not yet cut for the guest.
-    fn set_unbounded(&self, key: String, value: String) -> Result<(), String> {
-        let state = self.state_for(true)?;
-        self.check_value_size(&key, &value)?;
-        let json = serde_json::from_str(&value).map_err(|e| format!("the value for '{key}' is not JSON: {e}"))?;
-        state.set(&key, json, self.state_bounds()).map_err(|e| e.to_string())
+    fn set_unbounded(
+        &self,
+        key: String,
+        value: String,
+    ) -> impl std::future::Future<Output = Result<(), String>> + Send + 'static {
+        let checked = (|| {
+            let state = self.state_for(true)?;
+            self.check_value_size(&key, &value)?;
+            let json = serde_json::from_str(&value).map_err(|e| format!("the value for '{key}' is not JSON: {e}"))?;
+            Ok::<_, String>((state, json, self.state_bounds()))
+        })();
+        async move {
+            let (state, json, bounds) = checked?;
+            state.set(&key, json, bounds).await.map_err(|e| e.to_string())
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::is_host_read;
+    use crate::state::ReadForm;
 
     #[test]
     fn only_what_the_file_holds_counts_as_read() {
-        assert!(is_host_read("a\nb", b"a\nb"));
-        assert!(is_host_read("a\nb\n", b"a\r\nb\r"), "line endings normalised as Read does");
-        assert!(!is_host_read("fake base", b"real content"));
-        assert!(!is_host_read("a\r\nb", b"a\nb"));
+        assert_eq!(ReadForm::of("a\nb", b"a\nb"), Some(ReadForm::Text));
+        assert_eq!(ReadForm::of("a\nb\n", b"a\r\nb\r"), Some(ReadForm::Normalised), "line endings as Read makes them");
+        assert_eq!(ReadForm::of("fake base", b"real content"), None);
+        assert_eq!(ReadForm::of("a\r\nb", b"a\nb"), None);
+        assert_eq!(ReadForm::Normalised.content(b"a\r\nb\r"), "a\nb\n");
     }
 }

@@ -1,0 +1,94 @@
+//! The agent-state store `[state]` names, made ready for a command: none of
+//! its own for `local` (named sessions are files, MCP sessions live in the
+//! process), or the deployment's Redis, checked before it is reached.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use toolhost::settings::{Settings, StoreKind};
+use toolhost::state::{StateError, StateStore};
+use toolhost_redis::{RedisOptions, RedisStore};
+
+/// The most a password file may hold.
+const MAX_PASSWORD_BYTES: u64 = 4096;
+
+/// The shared store of `settings`, or `None` for `store = "local"`.
+/// `patient`: wait for Redis up to `[state.redis] startup_timeout_ms`
+/// (`serve`), else give up after one try (a one-shot command).
+pub async fn shared(settings: &Settings, patient: bool) -> Result<Option<Arc<dyn StateStore>>> {
+    if settings.state.store == StoreKind::Local {
+        return Ok(None);
+    }
+    if !settings.state.allow_unconfined
+        && let Err(why) = settings.processes_contained()
+    {
+        bail!(
+            "[state] store = \"redis\" is refused while tool processes are not contained: {why}. An unconfined \
+             process can read toolhost's environment and reach Redis, and whoever writes Redis changes what every \
+             process allows. Contain them, or accept it with [state] allow_unconfined = true"
+        );
+    }
+    let options = options(settings)?;
+    let deadline = Instant::now() + Duration::from_millis(settings.state.redis.startup_timeout_ms);
+    let mut delay = Duration::from_millis(100);
+    loop {
+        match RedisStore::connect(&options).await {
+            Ok(store) => return Ok(Some(Arc::new(store))),
+            Err(e @ StateError::Unavailable(_)) if patient && Instant::now() + delay < deadline => {
+                tracing::info!("waiting for the state store: {e}");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+            Err(e) => bail!(
+                "{e}{}",
+                if patient {
+                    format!(
+                        " (waited {} ms: [state.redis] startup_timeout_ms)",
+                        settings.state.redis.startup_timeout_ms
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        }
+    }
+}
+
+/// The Redis options of `settings`, credentials from the environment or the
+/// password file.
+fn options(settings: &Settings) -> Result<RedisOptions> {
+    let redis = &settings.state.redis;
+    let Some(url) = redis.url.clone() else {
+        bail!("[state] store = \"redis\" needs the server: set [state.redis] url, --redis-url or TOOLHOST_REDIS_URL");
+    };
+    let Some(prefix) = redis.key_prefix.clone() else {
+        bail!(
+            "[state] store = \"redis\" needs [state.redis] key_prefix (or --redis-key-prefix): every key of this \
+             deployment starts with it, one prefix per deployment"
+        );
+    };
+    let mut options = RedisOptions::new(url, prefix);
+    options.username = std::env::var("TOOLHOST_REDIS_USERNAME").ok().or_else(|| redis.username.clone());
+    options.password = match (std::env::var("TOOLHOST_REDIS_PASSWORD"), &redis.password_file) {
+        (Ok(password), _) => Some(password),
+        (Err(_), Some(file)) => {
+            let bound =
+                toolhost::own_file::Bound { max: MAX_PASSWORD_BYTES, name: "the most a password file may hold" };
+            let own = toolhost::own_file::read(file, bound)
+                .with_context(|| format!("reading [state.redis] password_file {}", file.display()))?;
+            let text = String::from_utf8(own.bytes)
+                .with_context(|| format!("[state.redis] password_file {} is not UTF-8 text", file.display()))?;
+            Some(text.trim_end_matches(['\n', '\r']).to_string())
+        }
+        (Err(_), None) => None,
+    };
+    if let Some(file) = &redis.ca_file {
+        options.ca_pem =
+            Some(std::fs::read(file).with_context(|| format!("reading [state.redis] ca_file {}", file.display()))?);
+    }
+    options.allow_plaintext = redis.allow_plaintext;
+    options.command_timeout = Duration::from_millis(redis.command_timeout_ms);
+    options.idle = Duration::from_millis(settings.state.session_idle_ms);
+    Ok(options)
+}

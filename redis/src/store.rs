@@ -1,0 +1,342 @@
+//! [`RedisStore`]: the [`StateStore`] whose states every process of a
+//! deployment shares.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{FromRedisValue, Script};
+use tokio::sync::watch;
+use toolhost::state::{
+    CachedFile, MAX_CACHE_BYTES, MAX_CACHE_FILES, StateBounds, StateData, StateError, StateFull, StateKey, StateStore,
+    canonical_json,
+};
+use toolhost::sync::MutexExt as _;
+
+use crate::options::RedisOptions;
+use crate::scripts;
+
+/// The group-change receivers of this process, by state.
+type Listeners = Mutex<HashMap<StateKey, watch::Sender<u64>>>;
+
+/// Agent states in Redis. Commands go over one multiplexed connection that
+/// reconnects by itself; group changes arrive over one subscription of
+/// the deployment's channel (`<key_prefix>:events`), re-made after a lost
+/// connection, when every listener is told of a change (one it may have
+/// missed is never silent).
+pub struct RedisStore {
+    connection: ConnectionManager,
+    prefix: String,
+    /// The URL without credentials, for errors.
+    server: String,
+    timeout: Duration,
+    idle_ms: u64,
+    channel: String,
+    /// This store's own tag in the messages it publishes, so it does not
+    /// count its own changes twice.
+    origin: String,
+    listeners: Arc<Listeners>,
+    subscriber: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore").field("server", &self.server).field("prefix", &self.prefix).finish()
+    }
+}
+
+impl Drop for RedisStore {
+    fn drop(&mut self) {
+        self.subscriber.abort();
+    }
+}
+
+impl RedisStore {
+    /// Connects to the Redis of `options` (within its command timeout) and
+    /// subscribes to the deployment's channel. Fails with
+    /// [`StateError::Refused`] for options that are not acceptable and
+    /// [`StateError::Unavailable`] when the server does not answer.
+    pub async fn connect(options: &RedisOptions) -> Result<Self, StateError> {
+        let client = options.client()?;
+        let server = options.describe();
+        let timeout = options.command_timeout;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(1);
+        let connection = bounded(&server, timeout, client.get_connection_manager_with_config(config)).await?;
+        let channel = format!("{}:events", options.key_prefix);
+        let listeners = Arc::new(Listeners::default());
+        let mut tag = [0u8; 8];
+        let _ = getrandom::fill(&mut tag);
+        let origin = format!("{}-{}", std::process::id(), hex::encode(tag));
+        let (subscribed, first) = tokio::sync::oneshot::channel();
+        let subscriber =
+            tokio::spawn(follow(client, channel.clone(), origin.clone(), Arc::downgrade(&listeners), subscribed));
+        let store = Self {
+            connection,
+            prefix: options.key_prefix.clone(),
+            server: server.clone(),
+            timeout,
+            idle_ms: u64::try_from(options.idle.as_millis()).unwrap_or(u64::MAX),
+            channel,
+            origin,
+            listeners,
+            subscriber,
+        };
+        // A change published before the subscription would be missed.
+        match tokio::time::timeout(timeout, first).await {
+            Ok(Ok(())) => Ok(store),
+            _ => Err(StateError::Unavailable(format!("{server} did not take a subscription within {timeout:?}"))),
+        }
+    }
+
+    /// The four keys of a state, in the order the scripts take them.
+    fn keys(&self, key: &StateKey) -> [String; 4] {
+        ["values", "meta", "files", "lru"].map(|part| format!("{}:state:{key}:{part}", self.prefix))
+    }
+
+    /// The lifetime of `key` in milliseconds: named sessions are kept,
+    /// other states end after the idle time.
+    fn ttl(&self, key: &StateKey) -> String {
+        if key.session_name().is_some() { "0".to_string() } else { self.idle_ms.to_string() }
+    }
+
+    /// Runs `script` on the state `key` with `args` (the lifetime appended).
+    async fn eval<T: FromRedisValue>(&self, script: &Script, key: &StateKey, args: &[&str]) -> Result<T, StateError> {
+        let mut invocation = script.prepare_invoke();
+        for k in self.keys(key) {
+            invocation.key(k);
+        }
+        for a in args {
+            invocation.arg(*a);
+        }
+        invocation.arg(self.ttl(key));
+        let mut connection = self.connection.clone();
+        bounded(&self.server, self.timeout, invocation.invoke_async(&mut connection)).await
+    }
+
+    /// Runs one command.
+    async fn query<T: FromRedisValue>(&self, command: &redis::Cmd) -> Result<T, StateError> {
+        let mut connection = self.connection.clone();
+        bounded(&self.server, self.timeout, command.query_async(&mut connection)).await
+    }
+
+    fn corrupt(&self, key: &StateKey, what: &str, e: impl std::fmt::Display) -> StateError {
+        StateError::Refused(format!(
+            "the {what} of state {key} in {} is not what toolhost writes ({e}); remove the keys {}:state:{key}:* to \
+             start it afresh",
+            self.server, self.prefix
+        ))
+    }
+
+    fn parse_groups(&self, key: &StateKey, text: Option<String>) -> Result<Vec<String>, StateError> {
+        text.map_or(Ok(Vec::new()), |t| serde_json::from_str(&t).map_err(|e| self.corrupt(key, "active groups", e)))
+    }
+
+    async fn store_value(
+        &self,
+        key: &StateKey,
+        name: &str,
+        expected: Option<Option<serde_json::Value>>,
+        value: serde_json::Value,
+        bounds: StateBounds,
+    ) -> Result<bool, StateError> {
+        let (mode, has_expected, expected) = match &expected {
+            None => ("set", "0", String::new()),
+            Some(None) => ("cas", "0", String::new()),
+            Some(Some(v)) => ("cas", "1", canonical_json(v)),
+        };
+        let value = canonical_json(&value);
+        let (max_bytes, max_keys) = (bounds.max_bytes.to_string(), bounds.max_keys.to_string());
+        let args = [name, mode, has_expected, &expected, &value, &max_bytes, &max_keys];
+        let reply: Vec<i64> = self.eval(&scripts::SET, key, &args).await?;
+        match reply.as_slice() {
+            [1] => Ok(true),
+            [0] => Ok(false),
+            [-1] => Err(StateFull::Keys { key: name.to_string(), limit: bounds.max_keys }.into()),
+            [-2, after] => Err(StateFull::Bytes {
+                key: name.to_string(),
+                after: u64::try_from(*after).unwrap_or(0),
+                limit: bounds.max_bytes,
+            }
+            .into()),
+            other => Err(self.corrupt(key, "answer to a set", format!("{other:?}"))),
+        }
+    }
+}
+
+/// `work`, bounded by `timeout`; its error or the timeout is the store
+/// being unavailable.
+async fn bounded<T>(
+    server: &str,
+    timeout: Duration,
+    work: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> Result<T, StateError> {
+    match tokio::time::timeout(timeout, work).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(StateError::Unavailable(format!("{server}: {e}"))),
+        Err(_) => Err(StateError::Unavailable(format!(
+            "{server} did not answer within {} ms ([state.redis] command_timeout_ms)",
+            timeout.as_millis()
+        ))),
+    }
+}
+
+/// Follows the deployment's channel for as long as the store lives:
+/// `groups ORIGIN KEY` gives the listeners of KEY a new generation (unless
+/// this store published it). After a lost subscription, re-subscribes with
+/// back-off and tells every listener once.
+async fn follow(
+    client: redis::Client,
+    channel: String,
+    origin: String,
+    listeners: Weak<Listeners>,
+    subscribed: tokio::sync::oneshot::Sender<()>,
+) {
+    let mut subscribed = Some(subscribed);
+    let mut delay = Duration::from_millis(100);
+    loop {
+        match subscribe(&client, &channel).await {
+            Ok(mut pubsub) => {
+                delay = Duration::from_millis(100);
+                match subscribed.take() {
+                    Some(first) => drop(first.send(())),
+                    None => {
+                        let Some(listeners) = listeners.upgrade() else { return };
+                        for sender in listeners.lock_unpoisoned().values() {
+                            sender.send_modify(|generation| *generation += 1);
+                        }
+                    }
+                }
+                let mut messages = pubsub.on_message();
+                while let Some(message) = messages.next().await {
+                    let Ok(text) = message.get_payload::<String>() else { continue };
+                    let mut words = text.splitn(3, ' ');
+                    let (Some("groups"), Some(from), Some(key)) = (words.next(), words.next(), words.next()) else {
+                        continue;
+                    };
+                    if from == origin {
+                        continue;
+                    }
+                    let Some(listeners) = listeners.upgrade() else { return };
+                    let listeners = listeners.lock_unpoisoned();
+                    if let Some(sender) = listeners.iter().find(|(k, _)| k.as_str() == key).map(|(_, s)| s) {
+                        sender.send_modify(|generation| *generation += 1);
+                    }
+                }
+            }
+            Err(e) => tracing::debug!("subscribing to {channel} failed: {e}"),
+        }
+        if listeners.strong_count() == 0 {
+            return;
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(5));
+    }
+}
+
+async fn subscribe(client: &redis::Client, channel: &str) -> redis::RedisResult<redis::aio::PubSub> {
+    let mut pubsub = client.get_async_pubsub().await?;
+    pubsub.subscribe(channel).await?;
+    Ok(pubsub)
+}
+
+#[async_trait::async_trait]
+impl StateStore for RedisStore {
+    async fn open(&self, _key: &StateKey) -> Result<(), StateError> {
+        self.query::<String>(&redis::cmd("PING")).await.map(drop)
+    }
+
+    async fn get(&self, key: &StateKey, name: &str) -> Result<Option<serde_json::Value>, StateError> {
+        let text: Option<String> = self.eval(&scripts::GET, key, &[name]).await?;
+        text.map(|t| serde_json::from_str(&t).map_err(|e| self.corrupt(key, "value", e))).transpose()
+    }
+
+    async fn set(
+        &self,
+        key: &StateKey,
+        name: &str,
+        value: serde_json::Value,
+        bounds: StateBounds,
+    ) -> Result<(), StateError> {
+        self.store_value(key, name, None, value, bounds).await.map(drop)
+    }
+
+    async fn compare_and_set(
+        &self,
+        key: &StateKey,
+        name: &str,
+        expected: Option<serde_json::Value>,
+        value: serde_json::Value,
+        bounds: StateBounds,
+    ) -> Result<bool, StateError> {
+        self.store_value(key, name, Some(expected), value, bounds).await
+    }
+
+    async fn cache_file(&self, key: &StateKey, entry: CachedFile) -> Result<(), StateError> {
+        let record = serde_json::to_string(&entry).map_err(|e| self.corrupt(key, "read-cache record", e))?;
+        let (size, files, bytes) = (entry.size.to_string(), MAX_CACHE_FILES.to_string(), MAX_CACHE_BYTES.to_string());
+        self.eval::<i64>(&scripts::CACHE_FILE, key, &[&entry.path, &record, &size, &files, &bytes]).await.map(drop)
+    }
+
+    async fn cached_file(&self, key: &StateKey, path: &str) -> Result<Option<CachedFile>, StateError> {
+        let record: Option<String> = self.eval(&scripts::CACHED_FILE, key, &[path]).await?;
+        record.map(|r| serde_json::from_str(&r).map_err(|e| self.corrupt(key, "read-cache record", e))).transpose()
+    }
+
+    async fn forget_file(&self, key: &StateKey, path: &str) -> Result<(), StateError> {
+        self.eval::<i64>(&scripts::FORGET_FILE, key, &[path]).await.map(drop)
+    }
+
+    async fn active_groups(&self, key: &StateKey) -> Result<Vec<String>, StateError> {
+        let text: Option<String> = self.eval(&scripts::ACTIVE_GROUPS, key, &[]).await?;
+        self.parse_groups(key, text)
+    }
+
+    async fn set_active_groups(&self, key: &StateKey, groups: Vec<String>) -> Result<bool, StateError> {
+        let json = serde_json::Value::from(groups).to_string();
+        let message = format!("groups {} {key}", self.origin);
+        let changed: i64 = self.eval(&scripts::SET_ACTIVE_GROUPS, key, &[&json, &self.channel, &message]).await?;
+        if changed == 1 {
+            // This process's listeners are told at once, not by the echo.
+            if let Some(sender) = self.listeners.lock_unpoisoned().get(key) {
+                sender.send_modify(|generation| *generation += 1);
+            }
+        }
+        Ok(changed == 1)
+    }
+
+    fn group_changes(&self, key: &StateKey) -> watch::Receiver<u64> {
+        let mut listeners = self.listeners.lock_unpoisoned();
+        listeners.retain(|k, sender| k == key || sender.receiver_count() > 0);
+        listeners.entry(key.clone()).or_insert_with(|| watch::Sender::new(0)).subscribe()
+    }
+
+    async fn snapshot(&self, key: &StateKey) -> Result<StateData, StateError> {
+        let (values, groups, records): (Vec<String>, Option<String>, Vec<String>) =
+            self.eval(&scripts::SNAPSHOT, key, &[]).await?;
+        let mut data = StateData::empty();
+        for pair in values.chunks(2) {
+            if let [name, text] = pair {
+                let value = serde_json::from_str(text).map_err(|e| self.corrupt(key, "value", e))?;
+                data.values.insert(name.clone(), value);
+            }
+        }
+        data.active_groups = self.parse_groups(key, groups)?;
+        for record in records {
+            data.read_cache.push(serde_json::from_str(&record).map_err(|e| self.corrupt(key, "read-cache record", e))?);
+        }
+        Ok(data)
+    }
+
+    async fn end(&self, key: &StateKey) -> Result<(), StateError> {
+        self.query::<i64>(redis::cmd("DEL").arg(&self.keys(key))).await.map(drop)
+    }
+
+    fn location(&self, key: &StateKey) -> Option<String> {
+        Some(format!("redis:{}:state:{key}", self.prefix))
+    }
+}
