@@ -128,6 +128,9 @@ pub struct Global {
     /// The prefix of every Redis key of this deployment (one per deployment) [default: [state.redis] key_prefix]
     #[arg(long, global = true, value_name = "PREFIX")]
     pub redis_key_prefix: Option<String>,
+    /// The keyring that seals pending questions, the same on every process of a deployment (`toolhost keyring new`) [default: [state] keyring_file]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub state_keyring: Option<PathBuf>,
     /// More log output on stderr (-v info, -vv debug)
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -226,6 +229,9 @@ impl Global {
         }
         if let Some(prefix) = &self.redis_key_prefix {
             s.state.redis.key_prefix = Some(prefix.clone());
+        }
+        if let Some(file) = &self.state_keyring {
+            s.state.keyring_file = Some(if file.is_absolute() { file.clone() } else { cwd.join(file) });
         }
         Ok((s, path))
     }
@@ -337,6 +343,9 @@ pub enum Command {
     /// Work with an audit log (written with --audit FILE or [audit] path)
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Make the keys that seal pending questions, shared by every process of a deployment ([state] keyring_file)
+    #[command(subcommand)]
+    Keyring(KeyringCommand),
     /// Internal: compile built-ins' and plugins' optimised code into the
     /// cache (started in the background after a first run)
     #[command(name = "__optimise-builtins", hide = true)]
@@ -419,6 +428,22 @@ pub struct ServeArgs {
     /// [default: `watch` in toolhost.toml, else off]
     #[arg(long)]
     pub watch: bool,
+}
+
+/// `toolhost keyring ...`.
+#[derive(Subcommand, Debug)]
+pub enum KeyringCommand {
+    /// Print one line for a keyring file: `ID BASE64`, a fresh random 32-byte key. The first line of the
+    /// file seals, every line opens: to rotate, add the new line on every process, then move it first,
+    /// then remove the old one after 10 minutes
+    New(KeyringNewArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct KeyringNewArgs {
+    /// The key's id (letters, digits, '-', '_', '.') [default: k<seconds since 1970>]
+    #[arg(long)]
+    pub id: Option<String>,
 }
 
 /// `toolhost audit ...`.

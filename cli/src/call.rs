@@ -124,7 +124,8 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
 /// else in `<state_dir>/<name>.json`, held for this process (a second
 /// process is refused; see [`FileStore`]).
 pub async fn open_session(settings: &Settings, name: &str) -> Result<Arc<AgentState>> {
-    open_session_in(settings, crate::state_store::shared(settings, false).await?, name).await
+    let shared = crate::state_store::shared(settings, false).await?;
+    open_session_in(settings, shared.map(|s| s as Arc<dyn StateStore>), name).await
 }
 
 /// [`open_session`] with the shared store already reached (`None`: local).
@@ -144,7 +145,7 @@ pub async fn open_session_in(
 pub async fn peek_session(settings: &Settings, name: &str) -> Result<Arc<AgentState>> {
     let key = StateKey::named(name)?;
     if let Some(shared) = crate::state_store::shared(settings, false).await? {
-        return Ok(Arc::new(AgentState::in_store(shared, key)));
+        return Ok(Arc::new(AgentState::in_store(shared as Arc<dyn StateStore>, key)));
     }
     let saved = file_sessions(settings).saved(&key)?;
     Ok(Arc::new(AgentState::in_store(Arc::new(MemoryStore::with_state(key.clone(), saved)), key)))

@@ -92,6 +92,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::New(a) => guest::new::new(a),
         Command::Build(a) => guest::build::build(a),
         Command::Audit(args::AuditCommand::Replay(a)) => audit::replay(&cli.global, a).await,
+        Command::Keyring(args::KeyringCommand::New(a)) => state_store::new_key(a),
         Command::OptimiseBuiltins(a) => first_run::optimise_builtins(a),
     }
 }

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
-use toolhost::state::MemoryStore;
+use toolhost::settings::StoreKind;
+use toolhost::state::{MemoryStore, StateStore};
 use toolhost_mcp::{HttpOptions, McpFront, SessionStates};
 
 use super::args::{Global, ServeArgs};
@@ -24,16 +25,27 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
         eprintln!("toolhost serve: metrics on http://{bound}/metrics");
     }
     let telemetry = host.telemetry().cloned();
-    let states = match (&args.session, crate::state_store::shared(host.settings(), true).await?) {
-        (Some(name), shared) => {
-            let state = call::open_session_in(host.settings(), shared, name).await?;
+    // With a shared store, the keyring is read (and refused) before Redis
+    // is waited for.
+    let keyring = match host.settings().state.store {
+        StoreKind::Redis => Some(crate::state_store::keyring(host.settings())?),
+        StoreKind::Local => None,
+    };
+    let shared = crate::state_store::shared(host.settings(), true).await?;
+    let store: Option<Arc<dyn StateStore>> = shared.clone().map(|s| s as Arc<dyn StateStore>);
+    let states = match (&args.session, store) {
+        (Some(name), store) => {
+            let state = call::open_session_in(host.settings(), store, name).await?;
             SessionStates::shared(state.store().clone(), state.key().clone())
         }
-        (None, Some(shared)) => SessionStates::per_session(shared),
+        (None, Some(store)) => SessionStates::per_session(store),
         (None, None) => SessionStates::per_session(Arc::new(MemoryStore::default())),
     };
     let watcher = if args.watch || host.settings().watch { Some(watch(&host).await?) } else { None };
-    let front = McpFront::new(host, states)?;
+    let front = match (shared, keyring) {
+        (Some(shared), Some(keyring)) => McpFront::for_deployment(host, states, shared, &keyring)?,
+        _ => McpFront::new(host, states)?,
+    };
     if let Some((watcher, _)) = &watcher {
         front.forward_reload_errors(watcher.reload_errors());
     }

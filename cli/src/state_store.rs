@@ -1,14 +1,19 @@
 //! The agent-state store `[state]` names, made ready for a command: none of
 //! its own for `local` (named sessions are files, MCP sessions live in the
-//! process), or the deployment's Redis, checked before it is reached.
+//! process), or the deployment's Redis, checked before it is reached; and
+//! the keyring its processes seal pending questions with.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use toolhost::settings::{Settings, StoreKind};
-use toolhost::state::{StateError, StateStore};
+use toolhost::state::StateError;
+use toolhost_mcp::Keyring;
 use toolhost_redis::{RedisOptions, RedisStore};
+
+use crate::args::KeyringNewArgs;
+use crate::out::outln;
 
 /// The most a password file may hold.
 const MAX_PASSWORD_BYTES: u64 = 4096;
@@ -16,7 +21,7 @@ const MAX_PASSWORD_BYTES: u64 = 4096;
 /// The shared store of `settings`, or `None` for `store = "local"`.
 /// `patient`: wait for Redis up to `[state.redis] startup_timeout_ms`
 /// (`serve`), else give up after one try (a one-shot command).
-pub async fn shared(settings: &Settings, patient: bool) -> Result<Option<Arc<dyn StateStore>>> {
+pub async fn shared(settings: &Settings, patient: bool) -> Result<Option<Arc<RedisStore>>> {
     if settings.state.store == StoreKind::Local {
         return Ok(None);
     }
@@ -91,4 +96,27 @@ fn options(settings: &Settings) -> Result<RedisOptions> {
     options.command_timeout = Duration::from_millis(redis.command_timeout_ms);
     options.idle = Duration::from_millis(settings.state.session_idle_ms);
     Ok(options)
+}
+
+/// The keyring of a deployment (`[state] keyring_file`), required with a
+/// shared store: every process must seal with the same keys.
+pub fn keyring(settings: &Settings) -> Result<Keyring> {
+    let Some(file) = &settings.state.keyring_file else {
+        bail!(
+            "[state] store = \"redis\" needs [state] keyring_file (or --state-keyring): every process of the \
+             deployment seals pending questions with the same keys, so that one asked through a process is answered \
+             through any; make one with `toolhost keyring new > FILE` and give the same file to each"
+        );
+    };
+    Keyring::read(file)
+}
+
+/// `toolhost keyring new`: one fresh line for a keyring file.
+pub fn new_key(args: KeyringNewArgs) -> Result<u8> {
+    let id = args.id.unwrap_or_else(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        format!("k{}", now.as_secs())
+    });
+    outln!("{}", Keyring::new_line(&id)?);
+    Ok(crate::exit::OK)
 }

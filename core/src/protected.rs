@@ -51,8 +51,9 @@ pub enum ProtectedKind {
     /// A configured skill folder (`[skills] dirs`): its `SKILL.md` files
     /// are instructions to the model, listed at the next start.
     SkillDir,
-    /// A secret toolhost reads (`[state.redis] password_file`): a tool that
-    /// read it could reach the shared state store itself.
+    /// A secret toolhost reads (`[state] keyring_file`, `[state.redis]
+    /// password_file`): a tool that read it could forge the answer to a
+    /// question or reach the shared state store itself.
     Secret,
 }
 

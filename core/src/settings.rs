@@ -527,7 +527,10 @@ impl Settings {
         if let Some(p) = self.audit.path.as_mut() {
             fix(p);
         }
-        for p in [&mut self.state.redis.password_file, &mut self.state.redis.ca_file].into_iter().flatten() {
+        let state = &mut self.state;
+        for p in
+            [&mut state.keyring_file, &mut state.redis.password_file, &mut state.redis.ca_file].into_iter().flatten()
+        {
             fix(p);
         }
     }
@@ -705,7 +708,7 @@ impl Settings {
         for file in self.audit.files() {
             p.add(ProtectedKind::AuditLog, &file);
         }
-        if let Some(file) = &self.state.redis.password_file {
+        for file in [&self.state.keyring_file, &self.state.redis.password_file].into_iter().flatten() {
             p.add(ProtectedKind::Secret, file);
         }
         if let Some(old) = self.old_sessions_dir() {

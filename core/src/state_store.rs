@@ -35,6 +35,7 @@ impl std::str::FromStr for StoreKind {
 /// ```toml
 /// [state]
 /// store = "redis"                 # "local" (default) or "redis"; or --state-store
+/// keyring_file = "secrets/state-keyring"   # required with redis; or --state-keyring
 /// session_idle_ms = 1800000       # an MCP session's state is dropped after this long unused
 /// allow_unconfined = false        # redis with unconfined tool processes is refused unless true
 ///
@@ -48,6 +49,11 @@ impl std::str::FromStr for StoreKind {
 pub struct StateSettings {
     /// Where agent state lives.
     pub store: StoreKind,
+    /// The keys that seal the MCP request states of pending questions, one
+    /// `ID BASE64` per line (`toolhost keyring new`); the same file on
+    /// every process of a deployment, so a question asked through one is
+    /// answered through any. Required with `redis`; no tool may read it.
+    pub keyring_file: Option<PathBuf>,
     /// A state that is not a named session (an MCP session's, the
     /// sessionless one) is dropped after this long unused, with `redis`
     /// (default 30 minutes); in this process's memory it ends with its
@@ -66,6 +72,7 @@ impl Default for StateSettings {
     fn default() -> Self {
         Self {
             store: StoreKind::Local,
+            keyring_file: None,
             session_idle_ms: 30 * 60 * 1000,
             allow_unconfined: false,
             redis: Default::default(),

@@ -23,6 +23,7 @@ pub mod capability;
 pub mod capability_diff;
 pub mod catalog;
 pub mod check_batch;
+pub mod coordination;
 pub mod events;
 pub mod execution;
 pub mod oci;

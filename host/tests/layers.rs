@@ -28,6 +28,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("escape", 0),
     ("response", 0),
     ("state", 0),
+    ("coordination", 0),
     ("protected", 0),
     ("capability", 0),
     ("capability_diff", 0),

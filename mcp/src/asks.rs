@@ -22,7 +22,8 @@ use toolhost::escape::line;
 use toolhost::permission::Decision;
 use toolhost::{ExternalResult, PermissionAnswer, PermissionRequest};
 
-use crate::session::NonceStore;
+use crate::keyring::Keyring;
+use toolhost::coordination::NonceStore;
 
 /// The key of a permission ask in an `InputRequired` result.
 pub(crate) const PERMISSION: &str = "permission";
@@ -216,60 +217,81 @@ impl Pending {
 }
 
 /// The request state of one round: the answers so far, what this round
-/// asks, and the nonce that makes it single-use.
+/// asks, the nonce that makes it single-use, and the digest of the
+/// permission policy it was asked under.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct RoundState {
     nonce: String,
+    policy: String,
     pub(crate) answers: Vec<Answer>,
     pub(crate) pending: Pending,
 }
 
-/// Seals round states (HMAC-SHA256, bound to the tool and its arguments)
-/// and issues each live round's nonce into the [`NonceStore`], consumed
-/// atomically on its answer.
+/// Seals round states (HMAC-SHA256 with the keyring's first key, bound to
+/// the tool and its arguments) and issues each live round's nonce into the
+/// [`NonceStore`], consumed atomically on its answer. Any process with the
+/// same keyring, nonce store and policy takes the answer, once.
 pub(crate) struct Rounds {
     codec: RequestStateCodec,
     nonces: Arc<dyn NonceStore>,
+    /// The digest of the permission policy from the settings.
+    policy: String,
 }
 
 impl Rounds {
-    /// A sealer with a fresh random key (states do not outlive the process).
-    pub(crate) fn new(nonces: Arc<dyn NonceStore>) -> anyhow::Result<Self> {
-        let key = random_bytes::<32>()?;
-        let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|e| anyhow::anyhow!("request state key: {e}"))?;
-        Ok(Self { codec, nonces })
+    /// A sealer with `keyring`, its states bound to `policy`.
+    pub(crate) fn new(nonces: Arc<dyn NonceStore>, keyring: &Keyring, policy: String) -> anyhow::Result<Self> {
+        let keys = keyring.keys().iter().map(|(id, key)| (id.clone(), key.clone()));
+        let codec = RequestStateCodec::new_with_keyring(keyring.sealing_id(), keys)
+            .map_err(|e| anyhow::anyhow!("the request state keyring: {e}"))?;
+        Ok(Self { codec, nonces, policy })
     }
 
-    /// Seals a round that asks `pending`, after `answers`.
-    pub(crate) fn seal(
+    /// Seals a round that asks `pending`, after `answers`; fails (and the
+    /// call runs nothing) when the nonce store cannot take another question.
+    pub(crate) async fn seal(
         &self,
         tool: &str,
         args: &Value,
         answers: Vec<Answer>,
         pending: Pending,
-    ) -> anyhow::Result<String> {
-        let nonce = hex::encode(random_bytes::<16>()?);
-        self.nonces.issue(&nonce, STATE_TTL)?;
-        let state = RoundState { nonce, answers, pending };
-        let payload = serde_json::to_vec(&state)?;
+    ) -> Result<String, String> {
+        let nonce = hex::encode(random_bytes::<16>().map_err(|e| e.to_string())?);
+        self.nonces.issue(&nonce, STATE_TTL).await.map_err(|e| format!("the question could not be asked: {e}"))?;
+        let state = RoundState { nonce, policy: self.policy.clone(), answers, pending };
+        let payload = serde_json::to_vec(&state).map_err(|e| e.to_string())?;
         let ad = associated_data(tool, args);
         Ok(self.codec.seal_with(&payload, &SealOptions::new().associated_data(&ad).ttl(STATE_TTL)))
     }
 
     /// Opens a round's state for a retry of `tool` with `args` and consumes
     /// its nonce: a state that was tampered with, belongs to another call,
-    /// expired or was already used is refused.
-    pub(crate) fn open(&self, sealed: &str, tool: &str, args: &Value) -> Result<RoundState, String> {
+    /// was asked under another policy, expired or was already used is
+    /// refused, and so is one whose nonce the store cannot consume now.
+    pub(crate) async fn open(&self, sealed: &str, tool: &str, args: &Value) -> Result<RoundState, String> {
         let ad = associated_data(tool, args);
         let payload = self.codec.open_with(sealed, &ad).map_err(|e| format!("the request state is not valid: {e}"))?;
         let state: RoundState =
             serde_json::from_slice(&payload).map_err(|e| format!("the request state is not valid: {e}"))?;
-        if self.nonces.consume(&state.nonce) {
-            Ok(state)
-        } else {
-            Err("this request state was already answered or has expired; call the tool again".into())
+        if state.policy != self.policy {
+            return Err(
+                "the server's permission policy changed since this question was asked; call the tool again".to_string()
+            );
+        }
+        match self.nonces.consume(&state.nonce).await {
+            Ok(true) => Ok(state),
+            Ok(false) => Err("this request state was already answered or has expired; call the tool again".into()),
+            Err(e) => Err(format!("{e}; the answer was not used: call the tool again")),
         }
     }
+}
+
+/// The digest of what decides a call in `settings`: the mode, rules and
+/// working directories of `[permissions]` and the grants. (Not the rules
+/// remembered later: a process that has not read them yet only asks again.)
+pub(crate) fn policy_digest(settings: &toolhost::settings::Settings) -> String {
+    let policy = serde_json::json!({"permissions": settings.permissions, "grants": settings.grants});
+    digest(&policy)
 }
 
 fn associated_data(tool: &str, args: &Value) -> Vec<u8> {
@@ -284,21 +306,54 @@ fn random_bytes<const N: usize>() -> anyhow::Result<[u8; N]> {
 
 #[cfg(test)]
 mod tests {
+    use base64::Engine as _;
+
     use super::*;
 
-    #[test]
-    fn a_round_state_opens_once_and_only_for_its_call() {
-        let rounds = Rounds::new(Arc::new(crate::session::MemoryNonces::default())).unwrap();
+    fn rounds(nonces: &Arc<toolhost::coordination::MemoryNonces>, ring: &Keyring, policy: &str) -> Rounds {
+        Rounds::new(nonces.clone(), ring, policy.to_string()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_round_state_opens_once_and_only_for_its_call() {
+        let nonces = Arc::new(toolhost::coordination::MemoryNonces::default());
+        let rounds = rounds(&nonces, &Keyring::generate("k").unwrap(), "p");
         let args = json!({"command": "ls"});
         let pending = Pending::Permission { tool: "Bash".into(), input: digest(&args) };
-        let sealed = rounds.seal("Bash", &args, vec![], pending.clone()).unwrap();
-        assert!(rounds.open(&sealed, "Bash", &json!({"command": "rm -rf /"})).is_err(), "other arguments");
-        assert!(rounds.open(&sealed, "Write", &args).is_err(), "another tool");
+        let sealed = rounds.seal("Bash", &args, vec![], pending.clone()).await.unwrap();
+        assert!(rounds.open(&sealed, "Bash", &json!({"command": "rm -rf /"})).await.is_err(), "other arguments");
+        assert!(rounds.open(&sealed, "Write", &args).await.is_err(), "another tool");
         let mut tampered = sealed.clone();
         tampered.insert(tampered.len() / 2, 'A');
-        assert!(rounds.open(&tampered, "Bash", &args).is_err(), "tampered");
-        assert!(rounds.open(&sealed, "Bash", &args).is_ok(), "the first answer");
-        let again = rounds.open(&sealed, "Bash", &args).unwrap_err();
+        assert!(rounds.open(&tampered, "Bash", &args).await.is_err(), "tampered");
+        assert!(rounds.open(&sealed, "Bash", &args).await.is_ok(), "the first answer");
+        let again = rounds.open(&sealed, "Bash", &args).await.unwrap_err();
         assert!(again.contains("already answered"), "{again}");
+    }
+
+    /// Two processes with one keyring and one nonce store: a state sealed by
+    /// one opens once on the other; another keyring or another policy
+    /// refuses it, and a rotated keyring still opens it.
+    #[tokio::test]
+    async fn a_state_sealed_by_one_process_opens_on_another_with_the_same_keys_and_policy() {
+        let nonces = Arc::new(toolhost::coordination::MemoryNonces::default());
+        let old = Keyring::parse(&Keyring::new_line("old").unwrap()).unwrap();
+        let (a, b) = (rounds(&nonces, &old, "p"), rounds(&nonces, &old, "p"));
+        let args = json!({"command": "ls"});
+        let pending = Pending::Permission { tool: "Bash".into(), input: digest(&args) };
+        let sealed = a.seal("Bash", &args, vec![], pending.clone()).await.unwrap();
+
+        let stranger = rounds(&nonces, &Keyring::generate("old").unwrap(), "p");
+        assert!(stranger.open(&sealed, "Bash", &args).await.unwrap_err().contains("not valid"));
+        let changed = rounds(&nonces, &old, "q").open(&sealed, "Bash", &args).await.unwrap_err();
+        assert!(changed.contains("policy changed"), "{changed}");
+        let new_line = Keyring::new_line("new").unwrap();
+        let old_line = format!("old {}", base64::engine::general_purpose::STANDARD.encode(&old.keys()[0].1));
+        let rotated = Keyring::parse(&format!("{new_line}\n{old_line}")).unwrap();
+        assert!(
+            rounds(&nonces, &rotated, "p").open(&sealed, "Bash", &args).await.is_ok(),
+            "opened by the rotated ring"
+        );
+        assert!(b.open(&sealed, "Bash", &args).await.unwrap_err().contains("already answered"), "once in all");
     }
 }

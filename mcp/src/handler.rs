@@ -19,9 +19,11 @@ use toolhost::{CallRequest, Toolhost};
 use crate::asks::{Answer, Rounds};
 use crate::call::{Asker, Driven, drive};
 use crate::changes::forward;
+use crate::keyring::Keyring;
 use crate::logs::{Logs, Threshold};
-use crate::session::{MemoryNonces, NonceStore, SessionGuard, SessionStates};
+use crate::session::{SessionGuard, SessionStates};
 use crate::tools::{error_result, mcp_tool};
+use toolhost::coordination::{MemoryNonces, NonceStore};
 
 /// Serves one [`Toolhost`] to MCP clients. Cheap to clone; each clone made
 /// by [`McpFront::for_new_session`] has its own agent state.
@@ -47,23 +49,27 @@ struct Shared {
 
 impl McpFront {
     /// A front for `host` whose sessions keep their agent states as
-    /// `states` says.
-    ///
-    /// The nonces that make sealed request states single-use are kept in
-    /// this process ([`MemoryNonces`]); [`McpFront::with_nonces`] shares
-    /// another store.
+    /// `states` says, for one process: its pending questions' nonces in its
+    /// memory and a key of its own to seal them.
     pub fn new(host: Toolhost, states: SessionStates) -> anyhow::Result<Self> {
-        Self::with_nonces(host, states, Arc::new(MemoryNonces::default()))
+        Self::for_deployment(host, states, Arc::new(MemoryNonces::default()), &Keyring::generate("process")?)
     }
 
-    /// A front for `host` whose sessions keep their agent states as
-    /// `states` says and whose pending questions keep their nonces in
-    /// `nonces`.
-    pub fn with_nonces(host: Toolhost, states: SessionStates, nonces: Arc<dyn NonceStore>) -> anyhow::Result<Self> {
+    /// A front for `host` that shares with the other processes of a
+    /// deployment: agent states as `states` says, the nonces of pending
+    /// questions in `nonces`, and `keyring` to seal and open them, so that
+    /// a question asked through one process is answered, once, through any.
+    pub fn for_deployment(
+        host: Toolhost,
+        states: SessionStates,
+        nonces: Arc<dyn NonceStore>,
+        keyring: &Keyring,
+    ) -> anyhow::Result<Self> {
+        let policy = crate::asks::policy_digest(host.settings());
         let shared = Arc::new(Shared {
             host,
             states: states.clone(),
-            rounds: Rounds::new(nonces)?,
+            rounds: Rounds::new(nonces, keyring, policy)?,
             stopping: CancellationToken::new(),
             calls: TaskTracker::new(),
             logs: Logs::new(),
@@ -123,6 +129,20 @@ impl McpFront {
     pub async fn drain(&self, grace: std::time::Duration) -> bool {
         self.shared.calls.close();
         tokio::time::timeout(grace, self.shared.calls.wait()).await.is_ok()
+    }
+
+    /// Whether this process can take calls now; `Err` names what it waits
+    /// for: `stopping` (a graceful stop began), `loading` (plugins still
+    /// loading in the background) or `state-store` (the shared state store
+    /// does not answer).
+    pub async fn readiness(&self) -> Result<(), &'static str> {
+        if self.shared.stopping.is_cancelled() {
+            return Err("stopping");
+        }
+        if !self.shared.host.pending_loads().is_empty() {
+            return Err("loading");
+        }
+        self.shared.states.store().check().await.map_err(|_| "state-store")
     }
 
     /// The host served.
@@ -289,7 +309,7 @@ impl ServerHandler for McpFront {
         let modern = is_2026(&ctx);
         let elicits = can_elicit(&ctx);
         let answers = match (&params.request_state, modern) {
-            (Some(sealed), true) => match self.answers_of_round(sealed, &tool, &args, &params) {
+            (Some(sealed), true) => match self.answers_of_round(sealed, &tool, &args, &params).await {
                 Ok(answers) => answers,
                 Err(text) => return Ok(error_result(text).into()),
             },
@@ -321,11 +341,10 @@ impl ServerHandler for McpFront {
             Driven::Done(result) => Ok(result.into()),
             Driven::NeedsInput(pending, form) => {
                 let key = pending.key();
-                let sealed = self
-                    .shared
-                    .rounds
-                    .seal(&tool, &args, answers, pending)
-                    .map_err(|e| ErrorData::internal_error(format!("{e:#}"), None))?;
+                let sealed = match self.shared.rounds.seal(&tool, &args, answers, pending).await {
+                    Ok(sealed) => sealed,
+                    Err(text) => return Ok(error_result(text).into()),
+                };
                 let request = InputRequest::Elicitation(rmcp::model::ElicitRequest::new(form));
                 let requests = InputRequests::from([(key.to_string(), request)]);
                 Ok(InputRequiredResult::new(Some(requests), Some(sealed)).into())
@@ -345,14 +364,14 @@ impl McpFront {
     /// The answers so far of a 2026-07-28 retry: opens its sealed state
     /// (consuming the round's nonce) and adds the client's answer to the
     /// round's question.
-    fn answers_of_round(
+    async fn answers_of_round(
         &self,
         sealed: &str,
         tool: &str,
         args: &Value,
         params: &CallToolRequestParams,
     ) -> Result<Vec<Answer>, String> {
-        let state = self.shared.rounds.open(sealed, tool, args)?;
+        let state = self.shared.rounds.open(sealed, tool, args).await?;
         let response = params
             .input_responses
             .as_ref()

@@ -17,6 +17,7 @@ mod call;
 mod changes;
 mod handler;
 pub mod http;
+mod keyring;
 mod logs;
 mod metrics;
 pub mod session;
@@ -26,8 +27,9 @@ pub mod upstream;
 
 pub use handler::McpFront;
 pub use http::{HttpOptions, serve_http};
+pub use keyring::Keyring;
 pub use metrics::serve_metrics;
-pub use session::{MemoryNonces, NonceStore, SessionStates};
+pub use session::SessionStates;
 
 use anyhow::{Context as _, Result};
 use rmcp::ServiceExt as _;

@@ -1,14 +1,9 @@
 //! Which agent state each MCP session uses ([`SessionStates`], over the
-//! library's [`StateStore`] seam), and the nonces of pending questions
-//! ([`NonceStore`]), so that a shared store can let several `serve`
-//! replicas share them.
+//! library's [`StateStore`] seam), so that a shared store lets several
+//! `serve` replicas share them.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-use toolhost::sync::MutexExt;
+use std::sync::Arc;
 
-use anyhow::Result;
 use tokio_util::sync::CancellationToken;
 use toolhost::state::{AgentState, StateKey, StateStore};
 
@@ -86,58 +81,6 @@ impl SessionStates {
     }
 }
 
-/// Where the nonces of pending questions live: what makes a sealed
-/// 2026-07-28 request state single-use (the seal alone proves only that
-/// this server made it). A store shared by several replicas lets any of
-/// them take the answer, still exactly once.
-pub trait NonceStore: Send + Sync + 'static {
-    /// Records a fresh `nonce`, valid for `ttl`. Fails when the store holds
-    /// too many pending questions (the error says so).
-    fn issue(&self, nonce: &str, ttl: Duration) -> Result<()>;
-    /// Consumes `nonce`: `true` for exactly one caller, and only before its
-    /// time is up. Atomic: of two concurrent consumes at most one wins.
-    fn consume(&self, nonce: &str) -> bool;
-}
-
-/// Nonces kept in this process's memory (one `serve` process).
-pub struct MemoryNonces {
-    /// Nonce → when it expires.
-    pending: Mutex<HashMap<String, Instant>>,
-    max: usize,
-}
-
-impl MemoryNonces {
-    /// A store holding at most `max` pending questions at once.
-    pub fn with_capacity(max: usize) -> Self {
-        Self { pending: Mutex::new(HashMap::new()), max }
-    }
-}
-
-impl Default for MemoryNonces {
-    /// At most 10 000 pending questions.
-    fn default() -> Self {
-        Self::with_capacity(10_000)
-    }
-}
-
-impl NonceStore for MemoryNonces {
-    fn issue(&self, nonce: &str, ttl: Duration) -> Result<()> {
-        let mut pending = self.pending.lock_unpoisoned();
-        let now = Instant::now();
-        pending.retain(|_, expires| *expires > now);
-        if pending.len() >= self.max {
-            anyhow::bail!("too many questions are waiting for answers; answer or abandon some first");
-        }
-        pending.insert(nonce.to_string(), now + ttl);
-        Ok(())
-    }
-
-    fn consume(&self, nonce: &str) -> bool {
-        // Removed under the lock: only one caller gets the entry.
-        self.pending.lock_unpoisoned().remove(nonce).is_some_and(|expires| expires > Instant::now())
-    }
-}
-
 /// Ends its session's state when the last handler of the session is
 /// dropped (the transport closed it), and tells the session's listeners.
 pub(crate) struct SessionGuard {
@@ -187,42 +130,5 @@ mod tests {
         let other = SessionGuard::new(shared.clone());
         assert_eq!(shared.state(other.key.clone()).get("k").await.unwrap(), Some(serde_json::json!(2)));
         assert_eq!(shared.sessionless_key(), other.key);
-    }
-
-    #[test]
-    fn a_nonce_is_consumed_once_even_by_racing_threads() {
-        let nonces = Arc::new(MemoryNonces::default());
-        for round in 0..50 {
-            let nonce = format!("n{round}");
-            nonces.issue(&nonce, Duration::from_secs(60)).unwrap();
-            let barrier = Arc::new(std::sync::Barrier::new(8));
-            let winners: usize = (0..8)
-                .map(|_| {
-                    let (nonces, barrier, nonce) = (nonces.clone(), barrier.clone(), nonce.clone());
-                    std::thread::spawn(move || {
-                        barrier.wait();
-                        nonces.consume(&nonce)
-                    })
-                })
-                .collect::<Vec<_>>()
-                .into_iter()
-                .map(|t| usize::from(t.join().unwrap()))
-                .sum();
-            assert_eq!(winners, 1, "round {round}: {winners} consumers won one nonce");
-        }
-        assert!(!nonces.consume("never-issued"));
-    }
-
-    #[test]
-    fn an_expired_nonce_is_refused_and_the_store_is_bounded() {
-        let nonces = MemoryNonces::with_capacity(2);
-        nonces.issue("old", Duration::ZERO).unwrap();
-        assert!(!nonces.consume("old"), "expired");
-        nonces.issue("a", Duration::from_secs(60)).unwrap();
-        nonces.issue("b", Duration::from_secs(60)).unwrap();
-        let full = nonces.issue("c", Duration::from_secs(60)).unwrap_err().to_string();
-        assert!(full.contains("too many questions"), "{full}");
-        assert!(nonces.consume("a"));
-        nonces.issue("c", Duration::from_secs(60)).unwrap();
     }
 }

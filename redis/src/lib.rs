@@ -2,7 +2,9 @@
 //! deployment — several `toolhost serve` replicas, a `toolhost call
 //! --session` beside them — shares it: a compare-and-set made through one
 //! process is atomic against every other, a `reset_tools` through one
-//! reaches the listeners of all.
+//! reaches the listeners of all. The same store keeps the deployment's
+//! nonces of pending questions (`toolhost::coordination::NonceStore`), so
+//! an answer is taken once, by whichever process it reaches.
 //!
 //! Security-relevant defaults:
 //! - every key starts with the deployment's `key_prefix`, which is

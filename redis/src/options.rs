@@ -32,6 +32,9 @@ pub struct RedisOptions {
     /// is dropped after this long unused (default 30 min); named sessions
     /// are kept.
     pub idle: Duration,
+    /// The most questions pending at once in the whole deployment (default
+    /// [`toolhost::coordination::MAX_PENDING_QUESTIONS`]).
+    pub max_pending_questions: usize,
 }
 
 impl std::fmt::Debug for RedisOptions {
@@ -60,6 +63,7 @@ impl RedisOptions {
             allow_plaintext: false,
             command_timeout: Duration::from_secs(1),
             idle: Duration::from_secs(30 * 60),
+            max_pending_questions: toolhost::coordination::MAX_PENDING_QUESTIONS,
         }
     }
 

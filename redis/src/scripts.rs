@@ -194,3 +194,35 @@ return {values, groups, records}
 ",
     )
 });
+
+/// Issues a nonce: KEYS the deployment's pending set and the nonce's key;
+/// ARGV nonce, lifetime in ms, the most pending. Drops the expired from the
+/// set (by Redis's clock: one clock for every process), refuses past the
+/// bound (`0`), else stores the nonce with its lifetime (`1`).
+pub(crate) static ISSUE_NONCE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+if not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[2]) then return -1 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+",
+    )
+});
+
+/// Consumes a nonce: KEYS as [`ISSUE_NONCE`]; ARGV nonce. `GETDEL` hands it
+/// to exactly one caller (`1`), and never after its lifetime (`0`).
+pub(crate) static CONSUME_NONCE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local found = redis.call('GETDEL', KEYS[2])
+redis.call('ZREM', KEYS[1], ARGV[1])
+if found then return 1 end
+return 0
+",
+    )
+});

@@ -9,6 +9,7 @@ use futures::StreamExt as _;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Script};
 use tokio::sync::watch;
+use toolhost::coordination::{NonceStore, too_many_questions};
 use toolhost::state::{
     CachedFile, MAX_CACHE_BYTES, MAX_CACHE_FILES, StateBounds, StateData, StateError, StateFull, StateKey, StateStore,
     canonical_json,
@@ -39,6 +40,7 @@ pub struct RedisStore {
     origin: String,
     listeners: Arc<Listeners>,
     subscriber: tokio::task::JoinHandle<()>,
+    max_pending_questions: usize,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -85,6 +87,7 @@ impl RedisStore {
             origin,
             listeners,
             subscriber,
+            max_pending_questions: options.max_pending_questions,
         };
         // A change published before the subscription would be missed.
         match tokio::time::timeout(timeout, first).await {
@@ -114,6 +117,17 @@ impl RedisStore {
             invocation.arg(*a);
         }
         invocation.arg(self.ttl(key));
+        let mut connection = self.connection.clone();
+        bounded(&self.server, self.timeout, invocation.invoke_async(&mut connection)).await
+    }
+
+    /// Runs a nonce script on `nonce`.
+    async fn nonce_script(&self, script: &Script, nonce: &str, args: &[&str]) -> Result<i64, StateError> {
+        let mut invocation = script.prepare_invoke();
+        invocation.key(format!("{}:nonces", self.prefix)).key(format!("{}:nonce:{nonce}", self.prefix)).arg(nonce);
+        for a in args {
+            invocation.arg(*a);
+        }
         let mut connection = self.connection.clone();
         bounded(&self.server, self.timeout, invocation.invoke_async(&mut connection)).await
     }
@@ -247,7 +261,7 @@ async fn subscribe(client: &redis::Client, channel: &str) -> redis::RedisResult<
 #[async_trait::async_trait]
 impl StateStore for RedisStore {
     async fn open(&self, _key: &StateKey) -> Result<(), StateError> {
-        self.query::<String>(&redis::cmd("PING")).await.map(drop)
+        self.check().await
     }
 
     async fn get(&self, key: &StateKey, name: &str) -> Result<Option<serde_json::Value>, StateError> {
@@ -338,5 +352,26 @@ impl StateStore for RedisStore {
 
     fn location(&self, key: &StateKey) -> Option<String> {
         Some(format!("redis:{}:state:{key}", self.prefix))
+    }
+
+    async fn check(&self) -> Result<(), StateError> {
+        self.query::<String>(&redis::cmd("PING")).await.map(drop)
+    }
+}
+
+#[async_trait::async_trait]
+impl NonceStore for RedisStore {
+    async fn issue(&self, nonce: &str, ttl: Duration) -> Result<(), StateError> {
+        let ttl = ttl.as_millis().max(1).to_string();
+        let max = self.max_pending_questions.to_string();
+        match self.nonce_script(&scripts::ISSUE_NONCE, nonce, &[&ttl, &max]).await? {
+            1 => Ok(()),
+            0 => Err(too_many_questions()),
+            _ => Err(StateError::Refused(format!("the nonce {nonce} is already pending; ask again"))),
+        }
+    }
+
+    async fn consume(&self, nonce: &str) -> Result<bool, StateError> {
+        Ok(self.nonce_script(&scripts::CONSUME_NONCE, nonce, &[]).await? == 1)
     }
 }

@@ -10,6 +10,9 @@ prints one JSON object with what the client saw. Scenarios:
                                        the server may be gone once it answered)
 - elicit {tool, args, answer}          a call whose asks are answered `answer`
                                        (a choice, or {"q0": ...} for AskUser)
+- replay_across {tool, args, answer, others: [url, ...]}
+                                       2026-07-28, HTTP: asks through this server, answers
+                                       through others[0], replays the answer everywhere
 - cancel {tool, args, after}           a call abandoned after `after` seconds
 - together {tool, calls: [args, ...]}  the calls at once, each on its own client
 - parallel {tool, calls: [args, ...]}  the calls at once on one client
@@ -166,6 +169,32 @@ async def scenario_replay(opts, p):
         two = await c.session.call_tool(p["tool"], p["args"], input_responses=answer, request_state=state)
         other = await c.session.call_tool(p["tool"], p["other"], input_responses=answer, request_state=state)
         return {"first": result_json(one), "replayed": result_json(two), "other": result_json(other)}
+
+
+async def scenario_replay_across(opts, p):
+    """2026-07-28 with several servers of one deployment: asks through this
+    one, answers (`answer`) through the first of `others`, then sends the
+    same answered request state to this one and to every other: each of
+    those uses must be refused."""
+    async with client(opts, elicitation_callback=lambda ctx, params: None) as c:
+        first = await c.session.call_tool(p["tool"], p["args"], allow_input_required=True)
+        state = first.request_state
+        key = next(iter(first.input_requests))
+    answer = {key: {"action": "accept", "content": {"decision": p["answer"]}}}
+    answered, replays = None, []
+    for i, url in enumerate(p["others"] + [opts["http"]]):
+        async with client({**opts, "http": url}, elicitation_callback=lambda ctx, params: None) as c:
+            r = await c.session.call_tool(p["tool"], p["args"], input_responses=answer, request_state=state)
+            if i == 0:
+                answered = result_json(r)
+            else:
+                replays.append(result_json(r))
+        if i == 0:
+            # The first server again, right after the answer.
+            async with client(opts, elicitation_callback=lambda ctx, params: None) as c:
+                r = await c.session.call_tool(p["tool"], p["args"], input_responses=answer, request_state=state)
+                replays.append(result_json(r))
+    return {"answered": answered, "replays": replays}
 
 
 async def scenario_cancel(opts, p):
@@ -515,6 +544,7 @@ SCENARIOS = {
     "call": scenario_call,
     "elicit": scenario_elicit,
     "replay": scenario_replay,
+    "replay_across": scenario_replay_across,
     "cancel": scenario_cancel,
     "together": scenario_together,
     "parallel": scenario_parallel,

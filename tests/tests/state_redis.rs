@@ -1,15 +1,17 @@
 //! `[state] store = "redis"` end to end: real `toolhost` processes on a
 //! real `redis-server`. Many processes working on one named session lose
 //! no update (the task tools' compare-and-set is atomic across processes),
-//! two `serve` processes share the state of sessionless MCP requests, and
-//! every refusal of the settings says what to change.
+//! two `serve` processes share the state of sessionless MCP requests and
+//! take each other's answers to questions, and every refusal of the
+//! settings says what to change.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost_e2e::mcp::{HttpServer, client};
+use toolhost_e2e::mcp::{HttpServer, client, raw};
 use toolhost_e2e::redis::RedisServer;
-use toolhost_e2e::{Scratch, mcp_python, text};
+use toolhost_e2e::{Scratch, mcp_python, text, wait_for};
 
 /// A settings file (outside the working directory) naming `server` under
 /// `prefix`, its password in a file beside it, plus `extra` TOML.
@@ -118,7 +120,8 @@ fn two_serve_processes_share_the_sessionless_state() {
     let Some(py) = mcp_python() else { return };
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
-    let config = redis_settings(&scratch, &server, "serve-pair", "");
+    let keyring = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = redis_settings(&scratch, &server, "serve-pair", &keyring);
     let global = ["--config", config.to_str().unwrap(), "--allow", "TaskCreate", "--allow", "TaskList"];
     let (a, b) = (HttpServer::start_with(&scratch, &global, &[]), HttpServer::start_with(&scratch, &global, &[]));
     let create = json!(["TaskCreate", {"subject": "made on A", "description": "d"}]);
@@ -127,4 +130,134 @@ fn two_serve_processes_share_the_sessionless_state() {
     let list: Value = json!(["TaskList", {}]);
     let seen = client(py, &scratch, &b.transport(None), "auto", "tasks", json!({"calls": [list]}));
     assert!(seen["results"][0]["text"].as_str().unwrap().contains("made on A"), "B does not see it: {seen}");
+}
+
+/// A keyring file made by `toolhost keyring new`, outside the working
+/// directory.
+fn keyring_file(scratch: &Scratch) -> PathBuf {
+    let out = scratch.cli(&["keyring", "new", "--id", "k1"]);
+    let (line, stderr) = text(&out);
+    assert!(out.status.success() && line.starts_with("k1 "), "{line}\n{stderr}");
+    let file = scratch.outside("state-keyring");
+    std::fs::write(&file, format!("# the deployment's keys\n{line}")).unwrap();
+    file
+}
+
+/// 2026-07-28 asks across processes: a question asked through A is
+/// answered through B and the call runs once; the same answer sent again
+/// to A, B or C is refused; a process whose permission policy differs
+/// refuses the answer; `serve` with Redis and no keyring does not start.
+#[test]
+fn a_question_asked_through_one_serve_is_answered_once_through_another() {
+    let Some(py) = mcp_python() else { return };
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let keyring = keyring_file(&scratch);
+    let extra = format!("keyring_file = \"{}\"", keyring.display());
+    let config = redis_settings(&scratch, &server, "asks", &extra);
+    let global = ["--config", config.to_str().unwrap(), "--ask", "Bash"];
+    let [a, b, c] = [(); 3].map(|()| HttpServer::start_with(&scratch, &global, &[]));
+    let marker = scratch.work().join("ran");
+    let args = json!({"command": format!("echo once >> {}", marker.display())});
+    let params = json!({"tool": "Bash", "args": args, "answer": "allow_once", "others": [b.url, c.url]});
+    let r = client(py, &scratch, &a.transport(None), "auto", "replay_across", params);
+    assert_eq!(r["answered"]["is_error"], false, "answered through B: {r}");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "once\n", "the call ran once: {r}");
+    let replays = r["replays"].as_array().unwrap();
+    assert_eq!(replays.len(), 3, "{r}");
+    for replay in replays {
+        assert_eq!(replay["is_error"], true, "{r}");
+        assert!(replay["text"].as_str().unwrap().contains("already answered"), "{r}");
+    }
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "once\n", "no replay ran it again");
+
+    // Another policy (one more deny rule) refuses what A asked, and its
+    // refusal does not use the answer up: A, whose policy it was, takes
+    // it once.
+    let other_policy = ["--config", config.to_str().unwrap(), "--ask", "Bash", "--deny", "WebFetch"];
+    let d = HttpServer::start_with(&scratch, &other_policy, &[]);
+    let marker = scratch.work().join("ran-d");
+    let args = json!({"command": format!("echo once >> {}", marker.display())});
+    let params = json!({"tool": "Bash", "args": args, "answer": "allow_once", "others": [d.url]});
+    let r = client(py, &scratch, &a.transport(None), "auto", "replay_across", params);
+    assert_eq!(r["answered"]["is_error"], true, "{r}");
+    assert!(r["answered"]["text"].as_str().unwrap().contains("policy changed"), "{r}");
+    let replays = r["replays"].as_array().unwrap();
+    assert_eq!((&replays[0]["is_error"], &replays[1]["is_error"]), (&json!(false), &json!(true)), "{r}");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "once\n", "run once, through A");
+
+    // Redis without a keyring: serve refuses to start, saying what to do.
+    let bare = redis_settings(&scratch, &server, "asks", "");
+    let out = scratch
+        .cli_within(&["--config", bare.to_str().unwrap(), "serve", "--http", "127.0.0.1:0"], Duration::from_secs(30))
+        .expect("serve ends at once");
+    let (_, stderr) = text(&out);
+    assert!(
+        !out.status.success() && stderr.contains("keyring_file") && stderr.contains("toolhost keyring new"),
+        "{stderr}"
+    );
+}
+
+/// The keyring and the Redis password are toolhost's own files: a tool
+/// may not read them even inside a working directory, in any mode.
+#[test]
+fn no_tool_reads_the_keyring_or_the_redis_password() {
+    let scratch = Scratch::new();
+    let (keyring, password) = (scratch.work().join("state-keyring"), scratch.work().join("redis-password"));
+    let line = text(&scratch.cli(&["keyring", "new"])).0;
+    std::fs::write(&keyring, line).unwrap();
+    std::fs::write(&password, "hunter2\n").unwrap();
+    let config = scratch.outside("secrets.toml");
+    let settings = format!(
+        "[state]\nkeyring_file = \"{}\"\n[state.redis]\npassword_file = \"{}\"\n",
+        keyring.display(),
+        password.display()
+    );
+    std::fs::write(&config, settings).unwrap();
+    let config = config.to_str().unwrap();
+    for (tool, input) in [
+        ("Read", json!({"file_path": keyring})),
+        ("Read", json!({"file_path": password})),
+        ("Bash", json!({"command": format!("cat {}", password.display())})),
+    ] {
+        let out = scratch.cli(&["--config", config, "--mode", "bypass", "call", tool, &input.to_string()]);
+        let (stdout, stderr) = text(&out);
+        assert!(!out.status.success(), "{tool} {input}: {stdout}");
+        assert!(
+            format!("{stdout}{stderr}").contains("a secret toolhost reads") && !stdout.contains("hunter2"),
+            "{tool} {input}: {stdout}\n{stderr}"
+        );
+    }
+}
+
+/// `GET path` of the server at `addr` without a token or a known Host:
+/// the status and the body.
+fn probe(addr: &str, path: &str) -> (u16, String) {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: balancer.internal\r\nConnection: close\r\n\r\n");
+    let (answer, _) = raw::exchange(addr, request.as_bytes());
+    (raw::status(&answer), answer.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default())
+}
+
+/// `/healthz` and `/readyz` answer without the token or the Host check;
+/// `/readyz` says `state-store` while Redis is down and is ready again
+/// once it is back, without a restart; `/mcp` still wants the token.
+#[test]
+fn readyz_tells_a_balancer_when_the_state_store_is_down() {
+    let Some(mut server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = redis_settings(&scratch, &server, "health", &extra);
+    let serve = HttpServer::start_with(&scratch, &["--config", config.to_str().unwrap()], &["--token", "t0ken"]);
+    let addr = serve.addr();
+    assert_eq!(probe(&addr, "/healthz"), (200, "ok".to_string()));
+    assert_eq!(probe(&addr, "/readyz"), (200, "ready".to_string()));
+    assert_eq!(probe(&addr, "/mcp").0, 401, "the MCP endpoint still wants the token");
+
+    server.stop();
+    wait_for("/readyz to say state-store", Duration::from_secs(15), || {
+        probe(&addr, "/readyz") == (503, "state-store".to_string())
+    });
+    assert_eq!(probe(&addr, "/healthz").0, 200, "the process still serves");
+    server.restart();
+    wait_for("/readyz to be ready again", Duration::from_secs(15), || probe(&addr, "/readyz").0 == 200);
 }

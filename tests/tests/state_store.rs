@@ -1,14 +1,17 @@
 //! One contract for every agent-state store — `MemoryStore`, `FileStore`
-//! and `RedisStore` against a real `redis-server` — and what only a shared
-//! store promises: compare-and-set atomic across processes, group changes
-//! seen by another process, idle states dropped, an outage reported as
-//! the typed error within the timeout and survived without a restart.
+//! and `RedisStore` against a real `redis-server` — and for every nonce
+//! store (`MemoryNonces`, `RedisStore`), and what only a shared store
+//! promises: compare-and-set atomic across processes, a nonce consumed by
+//! exactly one of several processes, group changes seen by another
+//! process, idle states dropped, an outage reported as the typed error
+//! within the timeout and survived without a restart.
 
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolhost::coordination::{MemoryNonces, NonceStore};
 use toolhost::state::{
     AgentState, CachedFile, FileStore, MAX_CACHE_BYTES, MAX_CACHE_FILES, MemoryStore, ReadForm, StateBounds,
     StateError, StateKey, StateStore,
@@ -152,6 +155,70 @@ async fn group_changes_are_signalled_for_a_changed_set_only(store: &Arc<dyn Stat
     assert_eq!(s.active_groups().await.unwrap(), Vec::<String>::new());
 }
 
+/// What every nonce store does the same: a nonce is consumed once, by one
+/// of racing callers, and never after its lifetime.
+async fn nonce_contract(nonces: Arc<dyn NonceStore>) {
+    let tag = std::process::id();
+    nonces.issue(&format!("n1-{tag}"), Duration::from_secs(60)).await.unwrap();
+    assert!(nonces.consume(&format!("n1-{tag}")).await.unwrap());
+    assert!(!nonces.consume(&format!("n1-{tag}")).await.unwrap(), "consumed once");
+    assert!(!nonces.consume(&format!("never-{tag}")).await.unwrap());
+    nonces.issue(&format!("short-{tag}"), Duration::from_millis(200)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!nonces.consume(&format!("short-{tag}")).await.unwrap(), "expired");
+    for round in 0..20 {
+        let nonce = format!("race-{tag}-{round}");
+        nonces.issue(&nonce, Duration::from_secs(60)).await.unwrap();
+        let racers: Vec<_> = (0..8)
+            .map(|_| {
+                let (nonces, nonce) = (nonces.clone(), nonce.clone());
+                tokio::spawn(async move { nonces.consume(&nonce).await.unwrap() })
+            })
+            .collect();
+        let winners = futures_join(racers).await.into_iter().filter(|won| *won).count();
+        assert_eq!(winners, 1, "round {round}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_nonces_keep_the_contract_and_their_bound() {
+    nonce_contract(Arc::new(MemoryNonces::default())).await;
+    let nonces = MemoryNonces::with_capacity(2);
+    nonces.issue("a", Duration::from_secs(60)).await.unwrap();
+    nonces.issue("b", Duration::from_secs(60)).await.unwrap();
+    let full = nonces.issue("c", Duration::from_secs(60)).await.unwrap_err().to_string();
+    assert!(full.contains("too many questions"), "{full}");
+    assert!(nonces.consume("a").await.unwrap());
+    nonces.issue("c", Duration::from_secs(60)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_nonces_keep_the_contract_across_processes_and_bound_the_deployment() {
+    let Some(server) = RedisServer::start() else { return };
+    let store = Arc::new(RedisStore::connect(&server.options("contract")).await.unwrap());
+    nonce_contract(store.clone()).await;
+
+    // 8 processes race for one nonce: exactly one gets it.
+    let nonce = format!("across-{}", std::process::id());
+    store.issue(&nonce, Duration::from_secs(60)).await.unwrap();
+    let job = json!({"kind": "consume", "url": server.url(), "password": server.password, "nonce": nonce,
+        "key": "unused"});
+    let racers: Vec<_> = (0..8).map(|_| worker(job.clone())).collect();
+    let won: Vec<String> = racers.into_iter().map(worker_output).collect();
+    assert_eq!(won.iter().filter(|w| *w == "won true").count(), 1, "{won:?}");
+
+    // The bound holds for the deployment, not per process.
+    let mut options = server.options("bounded");
+    options.max_pending_questions = 2;
+    let (one, two) = (RedisStore::connect(&options).await.unwrap(), RedisStore::connect(&options).await.unwrap());
+    one.issue("a", Duration::from_secs(60)).await.unwrap();
+    two.issue("b", Duration::from_secs(60)).await.unwrap();
+    let full = one.issue("c", Duration::from_secs(60)).await.unwrap_err().to_string();
+    assert!(full.contains("too many questions"), "{full}");
+    assert!(two.consume("a").await.unwrap(), "consumed through the other process");
+    one.issue("c", Duration::from_secs(60)).await.unwrap();
+}
+
 #[tokio::test]
 async fn the_memory_store_keeps_the_contract_and_drops_ended_states() {
     let store = Arc::new(MemoryStore::default());
@@ -249,6 +316,10 @@ async fn zz_worker_process_entry() {
             let store = RedisStore::connect(&redis()).await.unwrap();
             let groups: Vec<String> = serde_json::from_value(job["groups"].clone()).unwrap();
             println!("worker: changed {}", store.set_active_groups(&key, groups).await.unwrap());
+        }
+        "consume" => {
+            let store = RedisStore::connect(&redis()).await.unwrap();
+            println!("worker: won {}", store.consume(job["nonce"].as_str().unwrap()).await.unwrap());
         }
         "open-file" => {
             let store = Arc::new(FileStore::new(job["dir"].as_str().unwrap()));

@@ -149,6 +149,12 @@ pub trait StateStore: Send + Sync + fmt::Debug + 'static {
     /// Where the state of `key` lives, as the audit log names it (`None`:
     /// this process's memory).
     fn location(&self, key: &StateKey) -> Option<String>;
+
+    /// Whether the store answers now (a readiness probe); a store in this
+    /// process always does.
+    async fn check(&self) -> Result<(), StateError> {
+        Ok(())
+    }
 }
 
 /// The SHA-256 of `bytes` in hex, as [`CachedFile::sha256`] holds it.

@@ -14,6 +14,7 @@
 
 mod deadline;
 mod guard;
+mod health;
 mod origin;
 mod sessions;
 mod streams;
@@ -193,8 +194,10 @@ pub async fn serve_http(
         sessions,
         max_sessions: options.max_sessions,
     });
-    let router =
-        axum::Router::new().nest_service("/mcp", mcp).layer(axum::middleware::from_fn_with_state(checks, guard::check));
+    let router = axum::Router::new()
+        .nest_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn_with_state(checks, guard::check))
+        .merge(health::routes(front.clone()));
     bound(addr);
     let streams = StreamSlots::new(options.max_streams, options.max_streams_per_peer);
     let result = accept(listener, router, streams, &front, &options, cancel.clone(), stop).await;

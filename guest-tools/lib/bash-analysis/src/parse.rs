@@ -150,9 +150,11 @@ fn overflows_a_parser_number(src: &str) -> bool {
 /// of only quotes or white space (`<<"" `, `<<\f `), a comment (`<< #`),
 /// an expansion left open (`<<8$(  `), a document left open inside one
 /// (`$(<<w "$((`), a `${`, `$(` or `$[` left open on the document's
-/// first line (`<<c ${`). A command that means a here-document closes it, with a
+/// first line (`<<c ${`), a document inside an open `${` (`${<<c`), a
+/// document in a command that leaves an expansion open (`$(<<c`). A command that means a here-document closes it, with a
 /// plain tag (letters, digits, `_-.,:/@%+=`, a `$NAME`, quoted or not:
-/// `EOF`, `'END_1'`); anything else is not given to the parser. Read as
+/// `EOF`, `'END_1'`, its quotes balanced); anything else is not given to
+/// the parser. Read as
 /// bytes with quoting ignored, so `echo '<<x'` and `$((1<<2))` count too.
 fn has_an_unusual_here_document(src: &str) -> bool {
     let bytes = src.as_bytes();
@@ -180,7 +182,9 @@ fn has_an_unusual_here_document(src: &str) -> bool {
         let line_end = src[end..].find('\n').map_or(src.len(), |n| end + n);
         if !is_plain_here_document_tag(tag)
             || !closes_here_document(&src[end..], tag, strip_tabs)
-            || leaves_an_expansion_open(&src[end..line_end])
+            || first_line_may_run_on(&src[end..line_end])
+            || open_expansions(&src[..at])[PARAMETER] > 0
+            || open_expansions(src).iter().any(|&depth| depth > 0)
         {
             return true;
         }
@@ -198,26 +202,64 @@ fn is_plain_here_document_tag(tag: &str) -> bool {
         let name_follows = chars.peek().is_some_and(|n| n.is_alphanumeric() || *n == '_');
         plain &= c.is_alphanumeric() || quote(c) || "_-.,:/@%+=".contains(c) || (c == '$' && name_follows);
     }
-    plain
+    // A quote left open runs on into the document (fuzzed: `<<c"`, then
+    // `$[c]$[`, then `c`: the tokenizer unwrapped a missing character).
+    let balanced = |q: char| tag.chars().filter(|&c| c == q).count() % 2 == 0;
+    // A backslash at its end joins the next line to it (fuzzed: `<<c\`).
+    let trailing_escapes = tag.chars().rev().take_while(|&c| c == '\\').count();
+    plain && balanced('"') && balanced('\'') && trailing_escapes % 2 == 0
 }
 
-/// Whether `text` (the rest of a here-document's first line) opens an
-/// expansion (`${`, `$(`, `$[`) it does not close: brush-parser's
-/// tokenizer then runs into the document's body and unwraps a character
-/// that is not there (fuzzed: `<<c<${}${` and `<<c<…$[]$[` before the line
-/// `c`). Within an open expansion a bare bracket of its kind nests too;
-/// outside one it is not counted, so `$(a)` after `(` still closes.
-fn leaves_an_expansion_open(text: &str) -> bool {
+/// Whether the rest of a here-document's first line (after its tag) may
+/// run on into the document as brush-parser reads it: an expansion left
+/// open ([`open_expansions`]), a backslash at its end (joining the next
+/// line: fuzzed `<<c<$[…]\`, then `$[`), a quote left open (fuzzed
+/// `<<c<"`, then `$[c]$[`), or an expansion beside quoting
+/// that may hide its closing bracket (fuzzed: `<<c<$[$["]"]`) — each made
+/// the tokenizer unwrap a character that is not there.
+fn first_line_may_run_on(rest: &str) -> bool {
+    let opens = ["$(", "${", "$["].iter().any(|o| rest.contains(o));
+    let trailing_escapes = rest.chars().rev().take_while(|&c| c == '\\').count();
+    let odd = |q: char| rest.chars().filter(|&c| c == q).count() % 2 == 1;
+    open_expansions(rest).iter().any(|&depth| depth > 0)
+        || trailing_escapes % 2 == 1
+        || odd('"')
+        || odd('\'')
+        || odd('`')
+        || (opens && rest.contains(['"', '\'', '\\', '`']))
+}
+
+/// Where [`open_expansions`] counts `${…}`.
+const PARAMETER: usize = 0;
+
+/// How deep `text` leaves each kind of expansion open: `${…}`
+/// ([`PARAMETER`]), `$(…)`, `$[…]`. Within an open expansion a bare bracket
+/// of its kind nests too; outside one it is not counted, so `$(a)` after
+/// `(` still closes. An expansion left open on a here-document's first
+/// line (after its tag) makes brush-parser's tokenizer run into the
+/// document's body and unwrap a character that is not there (fuzzed:
+/// `<<c<${}${` and `<<c<…$[]$[` before the line `c`), and so does a
+/// here-document that starts inside an open `${` (fuzzed: `${<<c`, then
+/// `}` and `c`; a here-document inside `$(…)` is ordinary and parses).
+fn open_expansions(text: &str) -> [usize; 3] {
     let bytes = text.as_bytes();
-    // `${…}`, `$(…)`, `$[…]`: how deep each is open.
     let mut open = [0usize; 3];
+    let mut escaped = false;
     for (i, b) in bytes.iter().enumerate() {
+        // An escaped bracket closes nothing (fuzzed: `$[$[…]\]`).
+        if std::mem::take(&mut escaped) {
+            continue;
+        }
+        if *b == b'\\' {
+            escaped = true;
+            continue;
+        }
         let after_dollar = i > 0 && bytes[i - 1] == b'$';
         let (kind, opens) = match b {
-            b'{' => (0, true),
+            b'{' => (PARAMETER, true),
             b'(' => (1, true),
             b'[' => (2, true),
-            b'}' => (0, false),
+            b'}' => (PARAMETER, false),
             b')' => (1, false),
             b']' => (2, false),
             _ => continue,
@@ -228,7 +270,7 @@ fn leaves_an_expansion_open(text: &str) -> bool {
             open[kind] += 1;
         }
     }
-    open.iter().any(|&depth| depth > 0)
+    open
 }
 
 /// Whether a line after the first line of `rest` is the here-document's
@@ -1086,7 +1128,6 @@ mod tests {
         assert!(parser_would_choke("<<c<${\0}${\nc"));
         assert!(parser_would_choke("cat <<EOF ${x\nhi\nEOF"));
         assert!(!parser_would_choke("cat <<EOF ${x}\nhi\nEOF"));
-        assert!(!parser_would_choke("echo ${x\ncat <<EOF\nhi\nEOF"));
     }
 
     #[test]
@@ -1098,5 +1139,44 @@ mod tests {
         assert!(parser_would_choke("cat <<EOF $(echo (a)\nhi\nEOF"), "the bare ( nests inside $(");
         assert!(!parser_would_choke("cat <<EOF $[1] $(date) ${x}\nhi\nEOF"));
         assert!(!parser_would_choke("cat <<EOF (a $(b)\nhi\nEOF"), "a bare ( outside an expansion is not one");
+    }
+
+    #[test]
+    fn a_here_document_inside_an_open_parameter_is_kept_from_the_parser() {
+        assert!(parser_would_choke("${<<c\n}\nc"));
+        assert!(parser_would_choke("echo ${x:-$(cat <<c\n}\nc\n)}"));
+        assert!(parser_would_choke("echo ${x\ncat <<EOF\nhi\nEOF"), "open on an earlier line too");
+        assert!(!parser_would_choke("echo \"$(cat <<EOF\nhi\nEOF\n)\""), "inside $( it is ordinary");
+        assert!(!parser_would_choke("echo ${x}; cat <<EOF\nhi\nEOF"));
+    }
+
+    #[test]
+    fn a_here_document_tag_with_a_quote_left_open_is_kept_from_the_parser() {
+        assert!(parser_would_choke("<<c\"\n$[c]$[\nc"));
+        assert!(parser_would_choke("cat <<'EOF\nhi\nEOF"));
+        assert!(!parser_would_choke("cat <<'EOF'\nhi\nEOF"));
+        assert!(!parser_would_choke("cat <<\"EOF\"\nhi $x\nEOF"));
+        assert!(parser_would_choke("<<c\\\n$[c]$[\nc"), "a backslash at the tag's end");
+        assert!(!parser_would_choke("cat <<\\EOF\nhi\nEOF"));
+    }
+
+    #[test]
+    fn an_escaped_bracket_closes_no_expansion() {
+        assert!(parser_would_choke("<<c<$[$[\u{e}]\\]\nc"));
+        assert!(!parser_would_choke("cat <<EOF > x\\ y\nhi\nEOF"));
+    }
+
+    #[test]
+    fn a_first_line_that_may_run_on_into_the_document_is_kept_from_the_parser() {
+        assert!(parser_would_choke("<<c<$[$[\"]\"]\nc"), "a quoted bracket");
+        assert!(parser_would_choke("<<c<$[\u{e}]\\\n$[\nc"), "a backslash at the line's end");
+        assert!(parser_would_choke("<<c<\"\n$[c]$[\nc"), "a quote left open");
+        assert!(parser_would_choke("cat <<EOF > 'x\nhi\nEOF"));
+        assert!(parser_would_choke("$(<<c<$[\u{e}]\nc"), "inside a $( never closed");
+        assert!(!parser_would_choke("x=$(cat <<c\nhi\nc\n)"), "inside a $( that closes");
+        assert!(parser_would_choke("cat <<EOF x\\\nhi\nEOF"));
+        assert!(parser_would_choke("cat <<EOF > \"$(dirname x)/y\"\nhi\nEOF"), "quoting beside an expansion asks");
+        assert!(!parser_would_choke("cat <<EOF > \"$dir/y\"\nhi\nEOF"));
+        assert!(!parser_would_choke("cat <<EOF > $(dirname x)/y\nhi\nEOF"));
     }
 }

@@ -329,7 +329,8 @@ fn brackets_nested_too_deep_are_answered_at_once() {
 /// directory-stack tilde, and its tokenizer loops for ever, allocating, on
 /// a here-document left open or whose tag is empty to it (`<<""`, `<< #`,
 /// `<<8$(`), and unwraps a missing character when a `${`, `$(` or `$[` on
-/// a here-document's first line runs into its body (`<<c<${}${`).
+/// a here-document's first line runs into its body (`<<c<${}${`) or a
+/// here-document starts inside an open `${` (`${<<c`).
 /// In the Bash tool (wasm, no unwinding, one deadline) the panic trapped
 /// the call and the loop burned its deadline and memory; each is now a
 /// parse failure, which asks. Words are parsed outside `catch_unwind`, so
@@ -366,6 +367,14 @@ fn text_the_parser_chokes_on_asks() {
         "cat <<EOF ${x\nhi\nEOF",
         "x\0\n!z<<c<JJJJz}\\\\z}}\u{1}\0@$[\u{e}\t\0\0]\0@$[\0\0\\  {\0\u{4}\\\\\\\\\nATnv FO\n i:*\nc",
         "cat <<EOF $(date\nhi\nEOF",
+        "${<<c\n}\nc",
+        "<<c\"\n$[c]$[\nc",
+        "<<c<$[$[\u{e}]\\]\nc",
+        "<<c\\\n$[c]$[\nc",
+        "<<c<$[$[\"]\"]\nc",
+        "<<c<$[\u{e}]\\\n$[\nc",
+        "<<c<\"\n$[c]$[\nc",
+        "$(<<c<$[\u{e}]\nc",
     ] {
         for mode in [Mode::Default, Mode::AcceptEdits, Mode::DontAsk] {
             let v = check_permissions(command, &ctx(mode), &DangerLists::default());
