@@ -246,7 +246,7 @@ impl Global {
     /// The host, with the tools of the upstream MCP servers `wanted`
     /// accepts (each such server is started, or reached, now).
     pub async fn host_with(&self, wanted: impl Fn(&str) -> bool) -> Result<Toolhost> {
-        let host = self.host_alone(false, false).await?;
+        let host = self.host_alone(false, false, None).await?;
         for problem in toolhost_mcp::upstream::connect_servers_where(&host, wanted).await {
             eprintln!("warning: {}", crate::shown::line(&problem));
         }
@@ -258,9 +258,10 @@ impl Global {
     /// the background until it does (its tools then appear, with a
     /// tool-list change); built-ins first used on baseline code are
     /// optimised in the background.
-    /// `metrics`: keep Prometheus metrics (`serve --metrics`).
-    pub async fn host_for_serve(&self, metrics: bool) -> Result<Toolhost> {
-        let host = self.host_alone(true, metrics).await?;
+    /// `metrics`: keep Prometheus metrics (`serve --metrics`); `replica`:
+    /// this process's id among a deployment's (`serve --replica-id`).
+    pub async fn host_for_serve(&self, metrics: bool, replica: Option<&str>) -> Result<Toolhost> {
+        let host = self.host_alone(true, metrics, replica).await?;
         let retry = toolhost_mcp::upstream::Retry::default();
         for problem in toolhost_mcp::upstream::connect_servers_retrying(&host, retry).await {
             eprintln!("warning: {}", crate::shown::line(&problem));
@@ -269,8 +270,10 @@ impl Global {
     }
 
     /// The host, without the tools of upstream servers; warnings printed.
-    /// `long_running` hosts optimise their built-ins themselves.
-    async fn host_alone(&self, long_running: bool, metrics: bool) -> Result<Toolhost> {
+    /// `long_running` hosts optimise their built-ins themselves, and wait
+    /// for a shared state store at start. With `[state] store = "redis"`
+    /// the host applies and keeps remembered rules in it.
+    async fn host_alone(&self, long_running: bool, metrics: bool, replica: Option<&str>) -> Result<Toolhost> {
         let (settings, read) = self.settings()?;
         let remember = Settings::remember_path(read.as_deref())?;
         let mut builder = Toolhost::builder()
@@ -281,6 +284,7 @@ impl Global {
             builder = builder.compile_observer(observer);
         }
         let host = builder.build().await?;
+        crate::state_store::share_rules(&host, long_running, replica).await?;
         crate::first_run::remember(&host);
         // A plugin loading in the background may have the name: checked
         // once the loads are done (`first_run::wait_for_plugins`).
@@ -346,6 +350,8 @@ pub enum Command {
     /// Make the keys that seal pending questions, shared by every process of a deployment ([state] keyring_file)
     #[command(subcommand)]
     Keyring(KeyringCommand),
+    /// List the rules "allow and remember" kept in the shared state store ([state] store = "redis"), or forget one
+    Rules(RulesArgs),
     /// Internal: compile built-ins' and plugins' optimised code into the
     /// cache (started in the background after a first run)
     #[command(name = "__optimise-builtins", hide = true)]
@@ -418,6 +424,9 @@ pub struct ServeArgs {
     /// On SIGINT/SIGTERM, how long running calls may finish before they are cancelled and their processes killed
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub grace: f64,
+    /// This process among the replicas of a deployment, in the rules it remembers ([state] store = "redis"); must differ per replica [default: HOSTNAME-PID]
+    #[arg(long, env = "TOOLHOST_REPLICA_ID", value_name = "ID")]
+    pub replica_id: Option<String>,
     /// Keep one named agent state (read cache, tasks) for every client, as `call --session` does;
     /// without it each MCP session has its own state, dropped when the session ends
     #[arg(long, value_name = "NAME")]
@@ -428,6 +437,16 @@ pub struct ServeArgs {
     /// [default: `watch` in toolhost.toml, else off]
     #[arg(long)]
     pub watch: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RulesArgs {
+    /// Forget this rule, written as listed (e.g. 'Bash(git push:*)'): every process stops applying it before its next decision
+    #[arg(long, value_name = "RULE")]
+    pub forget: Option<String>,
+    /// Print the rules as JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `toolhost keyring ...`.

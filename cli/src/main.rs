@@ -93,6 +93,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Build(a) => guest::build::build(a),
         Command::Audit(args::AuditCommand::Replay(a)) => audit::replay(&cli.global, a).await,
         Command::Keyring(args::KeyringCommand::New(a)) => state_store::new_key(a),
+        Command::Rules(a) => state_store::rules(&cli.global, a).await,
         Command::OptimiseBuiltins(a) => first_run::optimise_builtins(a),
     }
 }

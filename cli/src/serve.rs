@@ -16,7 +16,14 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
         Some(addr) => Some(addr),
         None => global.settings()?.0.telemetry.metrics_addr.map(|a| parse_addr(&a)).transpose()?,
     };
-    let host = global.host_for_serve(metrics_addr.is_some()).await?;
+    // With a shared store the keyring is read (and refused) before Redis
+    // is waited for.
+    let (settings, _) = global.settings()?;
+    let keyring = match settings.state.store {
+        StoreKind::Redis => Some(crate::state_store::keyring(&settings)?),
+        StoreKind::Local => None,
+    };
+    let host = global.host_for_serve(metrics_addr.is_some(), args.replica_id.as_deref()).await?;
     report_background_loads(&host);
     // Bound before serving starts, so a scraper started after "listening"
     // finds it.
@@ -25,12 +32,6 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
         eprintln!("toolhost serve: metrics on http://{bound}/metrics");
     }
     let telemetry = host.telemetry().cloned();
-    // With a shared store, the keyring is read (and refused) before Redis
-    // is waited for.
-    let keyring = match host.settings().state.store {
-        StoreKind::Redis => Some(crate::state_store::keyring(host.settings())?),
-        StoreKind::Local => None,
-    };
     let shared = crate::state_store::shared(host.settings(), true).await?;
     let store: Option<Arc<dyn StateStore>> = shared.clone().map(|s| s as Arc<dyn StateStore>);
     let states = match (&args.session, store) {

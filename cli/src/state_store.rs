@@ -12,7 +12,7 @@ use toolhost::state::StateError;
 use toolhost_mcp::Keyring;
 use toolhost_redis::{RedisOptions, RedisStore};
 
-use crate::args::KeyringNewArgs;
+use crate::args::{Global, KeyringNewArgs, RulesArgs};
 use crate::out::outln;
 
 /// The most a password file may hold.
@@ -21,7 +21,13 @@ const MAX_PASSWORD_BYTES: u64 = 4096;
 /// The shared store of `settings`, or `None` for `store = "local"`.
 /// `patient`: wait for Redis up to `[state.redis] startup_timeout_ms`
 /// (`serve`), else give up after one try (a one-shot command).
+/// Reached once per process: every later call gets the same store.
 pub async fn shared(settings: &Settings, patient: bool) -> Result<Option<Arc<RedisStore>>> {
+    static SHARED: tokio::sync::OnceCell<Option<Arc<RedisStore>>> = tokio::sync::OnceCell::const_new();
+    SHARED.get_or_try_init(|| connect(settings, patient)).await.cloned()
+}
+
+async fn connect(settings: &Settings, patient: bool) -> Result<Option<Arc<RedisStore>>> {
     if settings.state.store == StoreKind::Local {
         return Ok(None);
     }
@@ -118,5 +124,55 @@ pub fn new_key(args: KeyringNewArgs) -> Result<u8> {
         format!("k{}", now.as_secs())
     });
     outln!("{}", Keyring::new_line(&id)?);
+    Ok(crate::exit::OK)
+}
+
+/// With a shared store, `host` keeps and applies remembered rules there,
+/// as the process `replica` (else `TOOLHOST_REPLICA_ID`, else
+/// `HOSTNAME-PID`).
+pub async fn share_rules(host: &toolhost::Toolhost, patient: bool, replica: Option<&str>) -> Result<()> {
+    if let Some(store) = shared(host.settings(), patient).await? {
+        host.share_remembered_rules(store, replica_id(replica))?;
+    }
+    Ok(())
+}
+
+/// This process's id among a deployment's.
+fn replica_id(explicit: Option<&str>) -> String {
+    if let Some(id) = explicit.map(str::to_string).or_else(|| std::env::var("TOOLHOST_REPLICA_ID").ok()) {
+        return id;
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string());
+    format!("{}-{}", host.unwrap_or_else(|_| "host".to_string()), std::process::id())
+}
+
+/// `toolhost rules [--forget RULE]`.
+pub async fn rules(global: &Global, args: RulesArgs) -> Result<u8> {
+    let (settings, _) = global.settings()?;
+    let Some(store) = shared(&settings, false).await? else {
+        bail!(
+            "with [state] store = \"local\", remembered rules are the [permissions] allow entries of the settings \
+             file \"allow and remember\" writes to; `toolhost rules` lists those of a shared store ([state] store = \
+             \"redis\")"
+        );
+    };
+    if let Some(rule) = &args.forget {
+        if !toolhost::coordination::RuleStore::forget_rule(&*store, rule).await? {
+            bail!("no rule `{rule}` is remembered; `toolhost rules` lists them as they are written");
+        }
+        outln!("forgot {rule}");
+        return Ok(crate::exit::OK);
+    }
+    let (_, mut rules) = toolhost::coordination::RuleStore::remembered_rules(&*store).await?;
+    rules.sort_by(|a, b| a.at.cmp(&b.at));
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&rules)?);
+    } else if rules.is_empty() {
+        outln!("no remembered rules");
+    } else {
+        for r in &rules {
+            outln!("{} {}  (by {}, {})", r.behavior, crate::shown::line(&r.rule), crate::shown::line(&r.by), r.at);
+        }
+    }
     Ok(crate::exit::OK)
 }

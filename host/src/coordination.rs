@@ -75,3 +75,35 @@ impl NonceStore for MemoryNonces {
         Ok(self.pending.lock_unpoisoned().remove(nonce).is_some_and(|expires| expires > Instant::now()))
     }
 }
+
+/// One rule remembered by "allow and remember", as a shared store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RememberedRule {
+    /// The rule as written (`Bash(git status:*)`).
+    pub rule: String,
+    /// What it does when it matches.
+    pub behavior: crate::permission::Behavior,
+    /// The process that remembered it (its replica id).
+    pub by: String,
+    /// When, UTC (RFC 3339).
+    pub at: String,
+}
+
+/// Where the rules remembered by "allow and remember" live when every
+/// process of a deployment must apply them: each decision reads the
+/// store's version first (one read) and, when it moved, the rules, so a
+/// rule remembered through one process holds on every other for its next
+/// decision, and a rule forgotten stops holding there as soon. A process
+/// that cannot read the store decides on the configured rules alone: it
+/// may ask too often, never allow too much.
+#[async_trait::async_trait]
+pub trait RuleStore: Send + Sync + std::fmt::Debug + 'static {
+    /// The version: it moves at every change.
+    async fn rules_version(&self) -> Result<u64, StateError>;
+    /// The version and every remembered rule, read together.
+    async fn remembered_rules(&self) -> Result<(u64, Vec<RememberedRule>), StateError>;
+    /// Remembers `rule` (replacing a record of the same rule).
+    async fn remember_rule(&self, rule: RememberedRule) -> Result<(), StateError>;
+    /// Forgets the rule written `rule`; whether there was one.
+    async fn forget_rule(&self, rule: &str) -> Result<bool, StateError>;
+}

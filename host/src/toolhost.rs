@@ -64,6 +64,7 @@ mod middleware;
 mod pinned;
 pub(crate) mod reload;
 mod replace;
+mod shared_rules;
 mod telemetry;
 mod toolkit;
 mod upstream;
@@ -353,6 +354,7 @@ impl ToolhostBuilder {
                 running: Arc::new(tokio::sync::Semaphore::new(RUNNING_CALLS)),
                 audit,
                 telemetry,
+                shared_rules: Default::default(),
                 loads: Default::default(),
                 background_from: self.background_from.unwrap_or(BACKGROUND_LOAD_BYTES),
                 optimise_builtins: self.optimise_builtins.unwrap_or(true),
@@ -437,6 +439,9 @@ struct Inner {
     /// The `oci://` entries of `plugins` as written (the settings hold
     /// their links in the content store): `serve --watch` polls their tags.
     oci_entries: Vec<String>,
+    /// Remembered rules shared with the other processes of a deployment
+    /// ([`Toolhost::share_remembered_rules`]).
+    shared_rules: std::sync::OnceLock<shared_rules::SharedRules>,
 }
 
 /// The size from which a plugin file whose compiled code is not cached

@@ -226,3 +226,35 @@ return 0
 ",
     )
 });
+
+/// Remembers a rule: KEYS the rules hash and the version; ARGV the rule and
+/// its record. Bumps the version.
+pub(crate) static REMEMBER_RULE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return redis.call('INCR', KEYS[2])
+",
+    )
+});
+
+/// Forgets a rule: KEYS as [`REMEMBER_RULE`]; ARGV the rule. Bumps the
+/// version when there was one; returns whether there was.
+pub(crate) static FORGET_RULE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local removed = redis.call('HDEL', KEYS[1], ARGV[1])
+if removed == 1 then redis.call('INCR', KEYS[2]) end
+return removed
+",
+    )
+});
+
+/// The version and every record, read together: KEYS as [`REMEMBER_RULE`].
+pub(crate) static REMEMBERED_RULES: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+return {redis.call('GET', KEYS[2]) or '0', redis.call('HVALS', KEYS[1])}
+",
+    )
+});

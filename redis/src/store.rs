@@ -9,7 +9,7 @@ use futures::StreamExt as _;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Script};
 use tokio::sync::watch;
-use toolhost::coordination::{NonceStore, too_many_questions};
+use toolhost::coordination::{NonceStore, RememberedRule, RuleStore, too_many_questions};
 use toolhost::state::{
     CachedFile, MAX_CACHE_BYTES, MAX_CACHE_FILES, StateBounds, StateData, StateError, StateFull, StateKey, StateStore,
     canonical_json,
@@ -125,6 +125,17 @@ impl RedisStore {
     async fn nonce_script(&self, script: &Script, nonce: &str, args: &[&str]) -> Result<i64, StateError> {
         let mut invocation = script.prepare_invoke();
         invocation.key(format!("{}:nonces", self.prefix)).key(format!("{}:nonce:{nonce}", self.prefix)).arg(nonce);
+        for a in args {
+            invocation.arg(*a);
+        }
+        let mut connection = self.connection.clone();
+        bounded(&self.server, self.timeout, invocation.invoke_async(&mut connection)).await
+    }
+
+    /// Runs a rules script with `args`.
+    async fn rules_script<T: FromRedisValue>(&self, script: &Script, args: &[&str]) -> Result<T, StateError> {
+        let mut invocation = script.prepare_invoke();
+        invocation.key(format!("{}:rules", self.prefix)).key(format!("{}:rules:version", self.prefix));
         for a in args {
             invocation.arg(*a);
         }
@@ -373,5 +384,35 @@ impl NonceStore for RedisStore {
 
     async fn consume(&self, nonce: &str) -> Result<bool, StateError> {
         Ok(self.nonce_script(&scripts::CONSUME_NONCE, nonce, &[]).await? == 1)
+    }
+}
+
+#[async_trait::async_trait]
+impl RuleStore for RedisStore {
+    async fn rules_version(&self) -> Result<u64, StateError> {
+        let version: Option<u64> = self.query(redis::cmd("GET").arg(format!("{}:rules:version", self.prefix))).await?;
+        Ok(version.unwrap_or(0))
+    }
+
+    async fn remembered_rules(&self) -> Result<(u64, Vec<RememberedRule>), StateError> {
+        let (version, records): (u64, Vec<String>) = self.rules_script(&scripts::REMEMBERED_RULES, &[]).await?;
+        let corrupt = |e: serde_json::Error| {
+            StateError::Refused(format!(
+                "a remembered rule in {} under {}:rules is not what toolhost writes ({e}); forget it with `toolhost \
+                 rules --forget RULE`",
+                self.server, self.prefix
+            ))
+        };
+        let rules = records.iter().map(|r| serde_json::from_str(r).map_err(corrupt)).collect::<Result<_, _>>()?;
+        Ok((version, rules))
+    }
+
+    async fn remember_rule(&self, rule: RememberedRule) -> Result<(), StateError> {
+        let record = serde_json::to_string(&rule).map_err(|e| StateError::Refused(e.to_string()))?;
+        self.rules_script::<u64>(&scripts::REMEMBER_RULE, &[&rule.rule, &record]).await.map(drop)
+    }
+
+    async fn forget_rule(&self, rule: &str) -> Result<bool, StateError> {
+        Ok(self.rules_script::<i64>(&scripts::FORGET_RULE, &[rule]).await? == 1)
     }
 }

@@ -261,3 +261,55 @@ fn readyz_tells_a_balancer_when_the_state_store_is_down() {
     server.restart();
     wait_for("/readyz to be ready again", Duration::from_secs(15), || probe(&addr, "/readyz").0 == 200);
 }
+
+/// "Allow and remember" through one `serve` process holds on every other
+/// for its next decision; the rule is in the store, not in the settings
+/// file; `toolhost rules` lists it with the process that remembered it,
+/// and `--forget` makes every process ask again.
+#[test]
+fn a_rule_remembered_through_one_serve_holds_on_every_other_until_forgotten() {
+    let Some(py) = mcp_python() else { return };
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = redis_settings(&scratch, &server, "rules", &extra);
+    let settings_before = std::fs::read_to_string(&config).unwrap();
+    let global = ["--config", config.to_str().unwrap()];
+    let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "replica-a"]);
+    let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "replica-b"]);
+    let touch = |name: &str| json!({"command": format!("touch {}", scratch.work().join(name).display())});
+    let elicit = |server: &HttpServer, name: &str, answer: &str| {
+        let params = json!({"tool": "Bash", "args": touch(name), "answer": answer});
+        client(py, &scratch, &server.transport(None), "auto", "elicit", params)
+    };
+
+    // The rule suggested for `touch FILE` is that command's prefix: B runs
+    // the same command.
+    let made = scratch.work().join("made");
+    let r = elicit(&a, "made", "allow_and_remember");
+    assert_eq!((r["is_error"].clone(), r["asked"].as_array().unwrap().len()), (json!(false), 1), "{r}");
+    std::fs::remove_file(&made).unwrap();
+    let r = elicit(&b, "made", "deny");
+    assert_eq!(r["is_error"], false, "the rule A remembered holds on B: {r}");
+    assert!(r["asked"].as_array().unwrap().is_empty(), "B did not ask: {r}");
+    assert!(made.exists(), "B ran it");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), settings_before, "nothing written to the settings file");
+
+    let out = scratch.cli(&["--config", config.to_str().unwrap(), "rules", "--json"]);
+    let (listed, stderr) = text(&out);
+    assert!(out.status.success(), "{listed}\n{stderr}");
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!((&listed[0]["behavior"], &listed[0]["by"]), (&json!("allow"), &json!("replica-a")), "{listed}");
+    let rule = listed[0]["rule"].as_str().unwrap().to_string();
+    assert!(rule.starts_with("Bash("), "{rule}");
+
+    let out = scratch.cli(&["--config", config.to_str().unwrap(), "rules", "--forget", &rule]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    std::fs::remove_file(&made).unwrap();
+    let r = elicit(&b, "made", "deny");
+    assert_eq!((r["is_error"].clone(), r["asked"].as_array().unwrap().len()), (json!(true), 1), "asked again: {r}");
+    assert!(!made.exists(), "denied, not run");
+    let out = scratch.cli(&["--config", config.to_str().unwrap(), "rules", "--forget", &rule]);
+    assert!(!out.status.success() && text(&out).1.contains("no rule"), "{:?}", text(&out));
+}

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost::coordination::{MemoryNonces, NonceStore};
+use toolhost::coordination::{MemoryNonces, NonceStore, RememberedRule, RuleStore};
 use toolhost::state::{
     AgentState, CachedFile, FileStore, MAX_CACHE_BYTES, MAX_CACHE_FILES, MemoryStore, ReadForm, StateBounds,
     StateError, StateKey, StateStore,
@@ -217,6 +217,40 @@ async fn redis_nonces_keep_the_contract_across_processes_and_bound_the_deploymen
     assert!(full.contains("too many questions"), "{full}");
     assert!(two.consume("a").await.unwrap(), "consumed through the other process");
     one.issue("c", Duration::from_secs(60)).await.unwrap();
+}
+
+/// The remembered rules of a deployment: every change moves the version,
+/// a rule is kept once whoever remembers it again, and a second process
+/// reads what the first wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_keeps_the_remembered_rules_of_the_deployment_with_a_version() {
+    let Some(server) = RedisServer::start() else { return };
+    let (one, two) = (
+        RedisStore::connect(&server.options("rules")).await.unwrap(),
+        RedisStore::connect(&server.options("rules")).await.unwrap(),
+    );
+    assert_eq!(one.remembered_rules().await.unwrap(), (0, Vec::new()));
+    let record = |rule: &str, by: &str| RememberedRule {
+        rule: rule.into(),
+        behavior: toolhost::permission::Behavior::Allow,
+        by: by.into(),
+        at: "2026-12-07T03:00:00.000Z".into(),
+    };
+    one.remember_rule(record("Bash(git status:*)", "a")).await.unwrap();
+    let v1 = two.rules_version().await.unwrap();
+    two.remember_rule(record("Bash(git status:*)", "b")).await.unwrap();
+    two.remember_rule(record("Read(/work/**)", "b")).await.unwrap();
+    let (v3, mut rules) = one.remembered_rules().await.unwrap();
+    assert!(v1 >= 1 && v3 > v1, "every change moves the version: {v1} {v3}");
+    rules.sort_by(|a, b| a.rule.cmp(&b.rule));
+    assert_eq!(rules, [record("Bash(git status:*)", "b"), record("Read(/work/**)", "b")]);
+    assert!(one.forget_rule("Read(/work/**)").await.unwrap());
+    assert!(!one.forget_rule("Read(/work/**)").await.unwrap(), "forgotten already");
+    let (v4, rules) = two.remembered_rules().await.unwrap();
+    assert_eq!((v4 > v3, rules.len()), (true, 1));
+    // Another deployment's prefix sees none of them.
+    let other = RedisStore::connect(&server.options("other")).await.unwrap();
+    assert_eq!(other.remembered_rules().await.unwrap(), (0, Vec::new()));
 }
 
 #[tokio::test]

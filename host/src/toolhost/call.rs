@@ -315,7 +315,7 @@ impl Toolhost {
     /// the decision is noted for the audit log.
     async fn evaluate(&self, instance: &mut CallableTool, mode: permission::Mode, input_text: &str) -> Decision {
         let ctx = self.permission_context(instance.name(), mode);
-        let rules = self.rules();
+        let rules = self.rules_for_decision().await;
         let decision = permission::evaluate(instance, input_text, &ctx, &rules).await;
         crate::audit::note(|a| a.decision(&decision));
         trace::note(|t| {
@@ -363,7 +363,7 @@ impl Toolhost {
                     PermissionAnswer::AllowOnce => Verdict::Allow(phase),
                     PermissionAnswer::AllowAndRemember(rules) => {
                         for rule in rules {
-                            if let Err(e) = self.remember_rule(rule.clone()) {
+                            if let Err(e) = self.remember(rule.clone()).await {
                                 let failed = CallEvent::RememberFailed { rule, message: format!("{e:#}") };
                                 let _ = permit.events.send(failed).await;
                             }
