@@ -12,13 +12,13 @@ use super::args::{Global, ServeArgs};
 use super::{call, exit};
 
 pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
+    let (settings, _) = global.settings()?;
     let metrics_addr = match args.metrics {
         Some(addr) => Some(addr),
-        None => global.settings()?.0.telemetry.metrics_addr.map(|a| parse_addr(&a)).transpose()?,
+        None => settings.telemetry.metrics_addr.as_deref().map(parse_addr).transpose()?,
     };
     // With a shared store the keyring is read (and refused) before Redis
     // is waited for.
-    let (settings, _) = global.settings()?;
     let keyring = match settings.state.store {
         StoreKind::Redis => Some(crate::state_store::keyring(&settings)?),
         StoreKind::Local => None,

@@ -51,17 +51,10 @@ async fn connect(settings: &Settings, patient: bool) -> Result<Option<Arc<RedisS
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(2));
             }
-            Err(e) => bail!(
-                "{e}{}",
-                if patient {
-                    format!(
-                        " (waited {} ms: [state.redis] startup_timeout_ms)",
-                        settings.state.redis.startup_timeout_ms
-                    )
-                } else {
-                    String::new()
-                }
-            ),
+            Err(e @ StateError::Unavailable(_)) if patient => {
+                bail!("{e} (waited {} ms: [state.redis] startup_timeout_ms)", settings.state.redis.startup_timeout_ms)
+            }
+            Err(e) => bail!("{e}"),
         }
     }
 }
