@@ -107,40 +107,43 @@ impl RedisStore {
         if key.session_name().is_some() { "0".to_string() } else { self.idle_ms.to_string() }
     }
 
-    /// Runs `script` on the state `key` with `args` (the lifetime appended).
-    async fn eval<T: FromRedisValue>(&self, script: &Script, key: &StateKey, args: &[&str]) -> Result<T, StateError> {
+    /// Runs `script` with `keys` and `args` (EVALSHA, loading it on
+    /// NOSCRIPT), bounded by the command timeout.
+    async fn invoke<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        keys: &[String],
+        args: &[&str],
+    ) -> Result<T, StateError> {
         let mut invocation = script.prepare_invoke();
-        for k in self.keys(key) {
+        for k in keys {
             invocation.key(k);
         }
         for a in args {
             invocation.arg(*a);
         }
-        invocation.arg(self.ttl(key));
         let mut connection = self.connection.clone();
         bounded(&self.server, self.timeout, invocation.invoke_async(&mut connection)).await
     }
 
-    /// Runs a nonce script on `nonce`.
+    /// Runs `script` on the state `key` with `args` (its lifetime appended).
+    async fn eval<T: FromRedisValue>(&self, script: &Script, key: &StateKey, args: &[&str]) -> Result<T, StateError> {
+        let ttl = self.ttl(key);
+        let args: Vec<&str> = args.iter().copied().chain([ttl.as_str()]).collect();
+        self.invoke(script, &self.keys(key), &args).await
+    }
+
+    /// Runs a nonce script on `nonce` with `args` after it.
     async fn nonce_script(&self, script: &Script, nonce: &str, args: &[&str]) -> Result<i64, StateError> {
-        let mut invocation = script.prepare_invoke();
-        invocation.key(format!("{}:nonces", self.prefix)).key(format!("{}:nonce:{nonce}", self.prefix)).arg(nonce);
-        for a in args {
-            invocation.arg(*a);
-        }
-        let mut connection = self.connection.clone();
-        bounded(&self.server, self.timeout, invocation.invoke_async(&mut connection)).await
+        let keys = [format!("{}:nonces", self.prefix), format!("{}:nonce:{nonce}", self.prefix)];
+        let args: Vec<&str> = [nonce].into_iter().chain(args.iter().copied()).collect();
+        self.invoke(script, &keys, &args).await
     }
 
     /// Runs a rules script with `args`.
     async fn rules_script<T: FromRedisValue>(&self, script: &Script, args: &[&str]) -> Result<T, StateError> {
-        let mut invocation = script.prepare_invoke();
-        invocation.key(format!("{}:rules", self.prefix)).key(format!("{}:rules:version", self.prefix));
-        for a in args {
-            invocation.arg(*a);
-        }
-        let mut connection = self.connection.clone();
-        bounded(&self.server, self.timeout, invocation.invoke_async(&mut connection)).await
+        let keys = [format!("{}:rules", self.prefix), format!("{}:rules:version", self.prefix)];
+        self.invoke(script, &keys, args).await
     }
 
     /// Runs one command.
