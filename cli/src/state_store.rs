@@ -17,6 +17,18 @@ use crate::out::outln;
 
 /// The most a password file may hold.
 const MAX_PASSWORD_BYTES: u64 = 4096;
+/// The most a CA file may hold (a bundle of certificates).
+const MAX_CA_BYTES: u64 = 1 << 20;
+
+/// The file `[state.redis] KEY` names, read as toolhost's own files are: a
+/// regular file within `max` bytes (a FIFO or a device in its place is
+/// refused, not waited on).
+fn own_file(file: &std::path::Path, key: &str, max: u64) -> Result<Vec<u8>> {
+    let bound = toolhost::own_file::Bound { max, name: "the most that file may hold" };
+    let own = toolhost::own_file::read(file, bound)
+        .with_context(|| format!("reading [state.redis] {key} {}", file.display()))?;
+    Ok(own.bytes)
+}
 
 /// The shared store of `settings`, or `None` for `store = "local"`.
 /// `patient`: wait for Redis up to `[state.redis] startup_timeout_ms`
@@ -77,19 +89,15 @@ fn options(settings: &Settings) -> Result<RedisOptions> {
     options.password = match (std::env::var("TOOLHOST_REDIS_PASSWORD"), &redis.password_file) {
         (Ok(password), _) => Some(password),
         (Err(_), Some(file)) => {
-            let bound =
-                toolhost::own_file::Bound { max: MAX_PASSWORD_BYTES, name: "the most a password file may hold" };
-            let own = toolhost::own_file::read(file, bound)
-                .with_context(|| format!("reading [state.redis] password_file {}", file.display()))?;
-            let text = String::from_utf8(own.bytes)
+            let bytes = own_file(file, "password_file", MAX_PASSWORD_BYTES)?;
+            let text = String::from_utf8(bytes)
                 .with_context(|| format!("[state.redis] password_file {} is not UTF-8 text", file.display()))?;
             Some(text.trim_end_matches(['\n', '\r']).to_string())
         }
         (Err(_), None) => None,
     };
     if let Some(file) = &redis.ca_file {
-        options.ca_pem =
-            Some(std::fs::read(file).with_context(|| format!("reading [state.redis] ca_file {}", file.display()))?);
+        options.ca_pem = Some(own_file(file, "ca_file", MAX_CA_BYTES)?);
     }
     options.allow_plaintext = redis.allow_plaintext;
     options.command_timeout = Duration::from_millis(redis.command_timeout_ms);

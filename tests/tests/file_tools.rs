@@ -351,6 +351,27 @@ async fn a_file_changed_behind_the_tools_back_must_be_read_again() {
     assert_eq!(std::fs::read_to_string(&p).unwrap(), "six\n");
 }
 
+/// A file read, then replaced by a symbolic link to a file outside the
+/// working directory with the same size and mtime: the read cache checks
+/// the file again through the tool's own scope, so the read does not count,
+/// the link is not followed out, and the outside file is left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_file_swapped_for_a_link_outside_does_not_count_as_read() {
+    let env = Env::new().await;
+    let p = env.p("swap.txt");
+    write(&p, "same\n");
+    ok(&env.call("Read", json!({"file_path": p})).await);
+    let outside = env.scratch.outside("secret.txt");
+    write(&outside, "same\n");
+    let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+    std::fs::File::options().write(true).open(&outside).unwrap().set_modified(mtime).unwrap();
+    std::fs::remove_file(&p).unwrap();
+    std::os::unix::fs::symlink(&outside, &p).unwrap();
+    let r = env.call("Edit", json!({"file_path": p, "old_string": "same", "new_string": "changed"})).await;
+    assert_ne!(r.state, toolhost::response::ResultState::Success, "{}", r.text());
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "same\n", "nothing outside was written");
+}
+
 /// Every file under `dir` with its content.
 fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();

@@ -313,3 +313,31 @@ fn a_rule_remembered_through_one_serve_holds_on_every_other_until_forgotten() {
     let out = scratch.cli(&["--config", config.to_str().unwrap(), "rules", "--forget", &rule]);
     assert!(!out.status.success() && text(&out).1.contains("no rule"), "{:?}", text(&out));
 }
+
+/// The files `[state.redis]` names are read as toolhost's own: a FIFO in
+/// place of the CA file or the password file is refused at once (a plain
+/// read would wait for a writer for ever), naming the key.
+#[test]
+fn a_fifo_in_place_of_a_redis_file_is_refused_without_waiting() {
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let fifo = scratch.outside("fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for key in ["ca_file", "password_file"] {
+        let config = redis_settings(&scratch, &server, "fifo", "");
+        let before = std::fs::read_to_string(&config).unwrap();
+        let settings = if key == "ca_file" {
+            format!("{before}ca_file = \"{}\"\n", fifo.display())
+        } else {
+            let password = scratch.outside("redis-password");
+            before.replace(&password.display().to_string(), &fifo.display().to_string())
+        };
+        std::fs::write(&config, settings).unwrap();
+        let args = ["--config", config.to_str().unwrap(), "call", "--session", "s", "TaskList"];
+        let out = scratch.cli_within(&args, Duration::from_secs(30)).expect("refused without waiting on the FIFO");
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success() && stderr.contains(key) && stderr.contains("FIFO"), "{key}: {stderr}");
+    }
+}

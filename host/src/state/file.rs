@@ -57,14 +57,8 @@ impl FileStore {
         read_session(&self.path(key)?).map_err(refused)
     }
 
-    /// Runs `f` on the held session `key`, holding it first; when `f` says
-    /// it changed the state, saves it, and puts the state back if the save
-    /// fails.
-    fn with<T>(
-        &self,
-        key: &StateKey,
-        f: impl FnOnce(&mut Slot) -> Result<(T, bool), StateError>,
-    ) -> Result<T, StateError> {
+    /// Runs `f` on the held session `key`, holding it first.
+    fn held<T>(&self, key: &StateKey, f: impl FnOnce(&mut Held) -> Result<T, StateError>) -> Result<T, StateError> {
         let mut held = self.held.lock_unpoisoned();
         let session = match held.entry(key.clone()) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -75,18 +69,30 @@ impl FileStore {
                 e.insert(Held { slot: Slot::with_data(data), path, _hold: hold })
             }
         };
-        let before = session.slot.data.clone();
-        let (out, changed) = f(&mut session.slot)?;
-        if changed && let Err(e) = save(&session.path, &session.slot.data) {
-            session.slot.restore(before);
-            return Err(StateError::Unavailable(format!("{e:#}")));
-        }
-        Ok(out)
+        f(session)
     }
 
-    /// Runs `f` on the held session `key` without changing it.
+    /// Runs the change `f` on the session `key`; when `f` says it changed
+    /// the state, saves it, and puts the state back if the save fails.
+    fn with<T>(
+        &self,
+        key: &StateKey,
+        f: impl FnOnce(&mut Slot) -> Result<(T, bool), StateError>,
+    ) -> Result<T, StateError> {
+        self.held(key, |session| {
+            let before = session.slot.data.clone();
+            let (out, changed) = f(&mut session.slot)?;
+            if changed && let Err(e) = save(&session.path, &session.slot.data) {
+                session.slot.restore(before);
+                return Err(StateError::Unavailable(format!("{e:#}")));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Runs `f` on the session `key` without changing it (no copy, no save).
     fn read<T>(&self, key: &StateKey, f: impl FnOnce(&mut Slot) -> T) -> Result<T, StateError> {
-        self.with(key, |slot| Ok((f(slot), false)))
+        self.held(key, |session| Ok(f(&mut session.slot)))
     }
 }
 
