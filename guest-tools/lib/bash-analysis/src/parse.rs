@@ -214,9 +214,12 @@ fn is_plain_here_document_tag(tag: &str) -> bool {
 /// run on into the document as brush-parser reads it: an expansion left
 /// open ([`open_expansions`]), a backslash at its end (joining the next
 /// line: fuzzed `<<c<$[…]\`, then `$[`), a quote left open (fuzzed
-/// `<<c<"`, then `$[c]$[`), or an expansion beside quoting
-/// that may hide its closing bracket (fuzzed: `<<c<$[$["]"]`) — each made
-/// the tokenizer unwrap a character that is not there.
+/// `<<c<"`, then `$[c]$[`), or an expansion beside anything that may hide
+/// its closing bracket from the tokenizer: quoting (fuzzed `<<c<$[$["]"]`),
+/// a comment (fuzzed `<<c<$[#x]`, then `]`) — each made the tokenizer
+/// unwrap a character that is not there. So beside an expansion only
+/// plain characters pass ([`is_plain_beside_an_expansion`]); a rarer
+/// first line is not analysed and the command asks.
 fn first_line_may_run_on(rest: &str) -> bool {
     let opens = ["$(", "${", "$["].iter().any(|o| rest.contains(o));
     let trailing_escapes = rest.chars().rev().take_while(|&c| c == '\\').count();
@@ -226,7 +229,14 @@ fn first_line_may_run_on(rest: &str) -> bool {
         || odd('"')
         || odd('\'')
         || odd('`')
-        || (opens && rest.contains(['"', '\'', '\\', '`']))
+        || (opens && !rest.chars().all(is_plain_beside_an_expansion))
+}
+
+/// A character that changes nothing in how brush-parser's tokenizer finds
+/// the end of an expansion: letters, digits, blanks and punctuation other
+/// than quotes, backslashes, backquotes and `#`.
+fn is_plain_beside_an_expansion(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, ' ' | '\t') || (c.is_ascii_punctuation() && !"\"'\\`#".contains(c))
 }
 
 /// Where [`open_expansions`] counts `${…}`.
@@ -1178,5 +1188,11 @@ mod tests {
         assert!(parser_would_choke("cat <<EOF > \"$(dirname x)/y\"\nhi\nEOF"), "quoting beside an expansion asks");
         assert!(!parser_would_choke("cat <<EOF > \"$dir/y\"\nhi\nEOF"));
         assert!(!parser_would_choke("cat <<EOF > $(dirname x)/y\nhi\nEOF"));
+        let fuzzed = "<<c<$[#Kx))))))))))))))))))gsn]\n]\nc";
+        assert!(parser_would_choke(fuzzed), "a comment that hides the closing bracket");
+        assert!(parser_would_choke("cat <<EOF > $(dirname x) # to x\nhi\nEOF"));
+        assert!(parser_would_choke("cat <<EOF > ${x}\u{1}\nhi\nEOF"), "a control character");
+        assert!(!parser_would_choke("cat <<EOF > ${dir:-/tmp}/y.txt && echo done\nhi\nEOF"));
+        assert!(!parser_would_choke("cat <<EOF # a comment without an expansion\nhi\nEOF"));
     }
 }
