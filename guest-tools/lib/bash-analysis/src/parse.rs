@@ -154,12 +154,45 @@ fn overflows_a_parser_number(src: &str) -> bool {
 /// document in a command that leaves an expansion open (`$(<<c`). A command that means a here-document closes it, with a
 /// plain tag (letters, digits, `_-.,:/@%+=`, a `$NAME`, quoted or not:
 /// `EOF`, `'END_1'`, its quotes balanced); anything else is not given to
-/// the parser. Read as
-/// bytes with quoting ignored, so `echo '<<x'` and `$((1<<2))` count too.
+/// the parser ([`next_here_document`] finds them).
 fn has_an_unusual_here_document(src: &str) -> bool {
-    let bytes = src.as_bytes();
     let mut from = 0;
-    while let Some(at) = src[from..].find("<<").map(|i| from + i) {
+    while let Some(doc) = next_here_document(src, from) {
+        let line_end = src[doc.end..].find('\n').map_or(src.len(), |n| doc.end + n);
+        if !is_plain_here_document_tag(doc.tag)
+            || !closes_here_document(&src[doc.end..], doc.tag, doc.strip_tabs)
+            || first_line_may_run_on(&src[doc.end..line_end])
+            || open_expansions(&src[..doc.at])[PARAMETER] > 0
+        {
+            return true;
+        }
+        from = doc.end.max(doc.at + 2);
+    }
+    // Counted without the documents' bodies: a bracket there is text, and
+    // counting it closed an expansion that the tokenizer then ran off the
+    // end of the input to close (fuzzed: `$(<<c`, then `)` and `c`).
+    from > 0 && open_expansions(&without_here_document_bodies(src)).iter().any(|&depth| depth > 0)
+}
+
+/// A here-document's start in a command's text: `<<` or `<<-`, then its
+/// tag (`src[tag_start..end]` as written, quotes included).
+struct HereDocument<'a> {
+    /// Where its `<<` is.
+    at: usize,
+    /// Its tag as written.
+    tag: &'a str,
+    /// Just after the tag.
+    end: usize,
+    /// `<<-`: leading tabs are stripped from its lines.
+    strip_tabs: bool,
+}
+
+/// The first here-document that starts at or after `from` in `src`, read
+/// as bytes with quoting ignored (so `echo '<<x'` and `$((1<<2))` count
+/// too, which only makes the analysis more careful).
+fn next_here_document(src: &str, mut from: usize) -> Option<HereDocument<'_>> {
+    let bytes = src.as_bytes();
+    while let Some(at) = src.get(from..)?.find("<<").map(|i| from + i) {
         let mut i = at + 2;
         if bytes.get(i) == Some(&b'<') {
             // `<<<` is a here-string, unless its first `<` is escaped: then
@@ -178,19 +211,39 @@ fn has_an_unusual_here_document(src: &str) -> bool {
             .iter()
             .position(|b| matches!(b, b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')'))
             .map_or(bytes.len(), |n| i + n);
-        let tag = &src[i..end];
-        let line_end = src[end..].find('\n').map_or(src.len(), |n| end + n);
-        if !is_plain_here_document_tag(tag)
-            || !closes_here_document(&src[end..], tag, strip_tabs)
-            || first_line_may_run_on(&src[end..line_end])
-            || open_expansions(&src[..at])[PARAMETER] > 0
-            || open_expansions(src).iter().any(|&depth| depth > 0)
-        {
-            return true;
-        }
-        from = end.max(at + 2);
+        return Some(HereDocument { at, tag: &src[i..end], end, strip_tabs });
     }
-    false
+    None
+}
+
+/// `src` with the body lines of its here-documents (up to and including
+/// each end line) left empty, as far as they end.
+fn without_here_document_bodies(src: &str) -> String {
+    let mut out = String::with_capacity(src.len());
+    let mut pending: std::collections::VecDeque<(String, bool)> = std::collections::VecDeque::new();
+    for line in src.split('\n') {
+        if let Some((end, strip_tabs)) = pending.front() {
+            if if *strip_tabs { line.trim_start_matches('\t') } else { line } == end {
+                pending.pop_front();
+            }
+            out.push('\n');
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+        let mut from = 0;
+        while let Some(doc) = next_here_document(line, from) {
+            pending.push_back((end_line(doc.tag), doc.strip_tabs));
+            from = doc.end.max(doc.at + 2);
+        }
+    }
+    out
+}
+
+/// The line that ends a here-document with `tag`: the tag without its
+/// quotes.
+fn end_line(tag: &str) -> String {
+    tag.chars().filter(|c| !matches!(c, '"' | '\'' | '\\')).collect()
 }
 
 /// See [`has_an_unusual_here_document`].
@@ -286,7 +339,7 @@ fn open_expansions(text: &str) -> [usize; 3] {
 /// Whether a line after the first line of `rest` is the here-document's
 /// end: `tag` without its quotes, after leading tabs for `<<-`.
 fn closes_here_document(rest: &str, tag: &str, strip_tabs: bool) -> bool {
-    let end: String = tag.chars().filter(|c| !matches!(c, '"' | '\'' | '\\')).collect();
+    let end = end_line(tag);
     rest.split('\n').skip(1).any(|line| if strip_tabs { line.trim_start_matches('\t') } else { line } == end)
 }
 
@@ -1184,6 +1237,9 @@ mod tests {
         assert!(parser_would_choke("cat <<EOF > 'x\nhi\nEOF"));
         assert!(parser_would_choke("$(<<c<$[\u{e}]\nc"), "inside a $( never closed");
         assert!(!parser_would_choke("x=$(cat <<c\nhi\nc\n)"), "inside a $( that closes");
+        assert!(parser_would_choke("$(<<c\n)\nc"), "closed only by a bracket in the body");
+        let commit = "git commit -m \"$(cat <<'EOF'\nfix(parser): a [bracket] {here}\nEOF\n)\"";
+        assert!(!parser_would_choke(commit), "brackets in a body inside $( are text");
         assert!(parser_would_choke("cat <<EOF x\\\nhi\nEOF"));
         assert!(parser_would_choke("cat <<EOF > \"$(dirname x)/y\"\nhi\nEOF"), "quoting beside an expansion asks");
         assert!(!parser_would_choke("cat <<EOF > \"$dir/y\"\nhi\nEOF"));
