@@ -276,15 +276,20 @@ impl Global {
     async fn host_alone(&self, long_running: bool, metrics: bool, replica: Option<&str>) -> Result<Toolhost> {
         let (settings, read) = self.settings()?;
         let remember = Settings::remember_path(read.as_deref())?;
+        let replica = crate::state_store::replica_id(replica, long_running);
         let mut builder = Toolhost::builder()
             .settings(settings, Some(remember))
             .optimise_builtins_in_background(long_running)
+            .hold_audit_log(long_running)
             .metrics(metrics);
+        if let Some(replica) = replica {
+            builder = builder.replica(replica);
+        }
         if let Some(observer) = crate::first_run::observer() {
             builder = builder.compile_observer(observer);
         }
         let host = builder.build().await?;
-        crate::state_store::share_rules(&host, long_running, replica).await?;
+        crate::state_store::share_rules(&host, long_running).await?;
         crate::first_run::remember(&host);
         // A plugin loading in the background may have the name: checked
         // once the loads are done (`first_run::wait_for_plugins`).
@@ -335,7 +340,9 @@ pub enum Command {
     Pull(PullArgs),
     /// Sign a component file (writes FILE.sig) or a pushed reference (pushes a cosign signature) with a P-256 key
     Sign(SignArgs),
-    /// Show what each running `serve --watch` has loaded: file, SHA-256, grants, last reload error
+    /// Show the live replicas of a deployment ([state] store = "redis": id, host, pid, version, tool-set and
+    /// policy digests, reload errors) and what each `serve --watch` of this machine has loaded: file, SHA-256,
+    /// grants, last reload error
     Status(StatusArgs),
     /// Print (or write to a folder) the WIT package this toolhost speaks, to build plugins against
     Wit(WitArgs),
@@ -424,7 +431,8 @@ pub struct ServeArgs {
     /// On SIGINT/SIGTERM, how long running calls may finish before they are cancelled and their processes killed
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub grace: f64,
-    /// This process among the replicas of a deployment, in the rules it remembers ([state] store = "redis"); must differ per replica [default: HOSTNAME-PID]
+    /// This process among the replicas of a deployment: in its audit records, `{replica}` in [audit] path
+    /// and the rules it remembers ([state] store = "redis"); must differ per replica [default: HOSTNAME-PID]
     #[arg(long, env = "TOOLHOST_REPLICA_ID", value_name = "ID")]
     pub replica_id: Option<String>,
     /// Keep one named agent state (read cache, tasks) for every client, as `call --session` does;

@@ -87,7 +87,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Push(a) => registry::push(&cli.global, a).await,
         Command::Pull(a) => registry::pull(&cli.global, a).await,
         Command::Sign(a) => registry::sign(&cli.global, a).await,
-        Command::Status(a) => status::status(&cli.global, a),
+        Command::Status(a) => status::status(&cli.global, a).await,
         Command::Wit(a) => wit::wit(a),
         Command::New(a) => guest::new::new(a),
         Command::Build(a) => guest::build::build(a),

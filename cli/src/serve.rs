@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
+use toolhost::coordination::ReplicaRegistry;
+use toolhost::presence::{Presence, PresenceOptions};
 use toolhost::settings::StoreKind;
 use toolhost::state::{MemoryStore, StateStore};
 use toolhost_mcp::{HttpOptions, McpFront, SessionStates};
@@ -34,6 +36,7 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
     let telemetry = host.telemetry().cloned();
     let shared = crate::state_store::shared(host.settings(), true).await?;
     let store: Option<Arc<dyn StateStore>> = shared.clone().map(|s| s as Arc<dyn StateStore>);
+    let registry: Option<Arc<dyn ReplicaRegistry>> = shared.clone().map(|s| s as Arc<dyn ReplicaRegistry>);
     let states = match (&args.session, store) {
         (Some(name), store) => {
             let state = call::open_session_in(host.settings(), store, name).await?;
@@ -50,6 +53,10 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
     if let Some((watcher, _)) = &watcher {
         front.forward_reload_errors(watcher.reload_errors());
     }
+    let presence = match &registry {
+        Some(registry) => Some(announce(front.host(), registry.clone(), watcher.as_ref().map(|(w, _)| w)).await?),
+        None => None,
+    };
     let grace = seconds("--grace", args.grace)?;
     match args.http {
         None => toolhost_mcp::serve_stdio(front, grace, stopped()).await?,
@@ -77,6 +84,11 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
             toolhost_mcp::serve_http(front, options, announce, stopped()).await?;
         }
     }
+    if let Some(presence) = presence
+        && let Err(e) = presence.leave().await
+    {
+        eprintln!("warning: this replica's record stays in the state store until it expires: {e}");
+    }
     if let Some((_watcher, status)) = watcher {
         let _ = std::fs::remove_file(status);
     }
@@ -84,6 +96,32 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
         telemetry.flush(std::time::Duration::from_secs(5)).await;
     }
     Ok(exit::OK)
+}
+
+/// Registers this replica in the shared store, with a heartbeat until it
+/// stops; warns of live replicas that decide under another policy.
+async fn announce(
+    host: &toolhost::Toolhost,
+    registry: Arc<dyn ReplicaRegistry>,
+    watcher: Option<&toolhost::reload::Watcher>,
+) -> Result<Presence> {
+    let id = host.replica_id().context("a serving host has a replica id")?;
+    let mut options = PresenceOptions::new(id);
+    options.reload_errors = watcher.map(toolhost::reload::Watcher::error_lines);
+    let presence = host
+        .announce(registry, options)
+        .await
+        .with_context(|| format!("registering the replica {id} in the state store"))?;
+    for (other, parts) in &presence.other_policies {
+        eprintln!(
+            "warning: the live replica {} ({}) decides under another policy ({}): a question asked through one is \
+             refused by the other; give every replica the same settings",
+            crate::shown::line(&other.id),
+            crate::shown::line(&other.process()),
+            parts.join(", ")
+        );
+    }
+    Ok(presence)
 }
 
 /// `[telemetry] metrics_addr` as a socket address.

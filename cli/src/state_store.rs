@@ -129,22 +129,23 @@ pub fn new_key(args: KeyringNewArgs) -> Result<u8> {
 }
 
 /// With a shared store, `host` keeps and applies remembered rules there,
-/// as the process `replica` (else `TOOLHOST_REPLICA_ID`, else
-/// `HOSTNAME-PID`).
-pub async fn share_rules(host: &toolhost::Toolhost, patient: bool, replica: Option<&str>) -> Result<()> {
+/// as its replica (else the machine's host name).
+pub async fn share_rules(host: &toolhost::Toolhost, patient: bool) -> Result<()> {
     if let Some(store) = shared(host.settings(), patient).await? {
-        host.share_remembered_rules(store, replica_id(replica))?;
+        let replica = host.replica_id().map_or_else(toolhost::replica::machine, str::to_string);
+        host.share_remembered_rules(store, replica)?;
     }
     Ok(())
 }
 
-/// This process's id among a deployment's.
-fn replica_id(explicit: Option<&str>) -> String {
-    if let Some(id) = explicit.map(str::to_string).or_else(|| std::env::var("TOOLHOST_REPLICA_ID").ok()) {
-        return id;
-    }
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string());
-    format!("{}-{}", host.unwrap_or_else(|_| "host".to_string()), std::process::id())
+/// This process's replica id: `explicit` (`serve --replica-id`), else
+/// `TOOLHOST_REPLICA_ID`, else, for a process that keeps serving,
+/// `HOSTNAME-PID`; a one-shot command without either has none.
+pub fn replica_id(explicit: Option<&str>, serving: bool) -> Option<String> {
+    explicit
+        .map(str::to_string)
+        .or_else(|| std::env::var("TOOLHOST_REPLICA_ID").ok().filter(|id| !id.is_empty()))
+        .or_else(|| serving.then(toolhost::replica::default_for_process))
 }
 
 /// `toolhost rules [--forget RULE]`.

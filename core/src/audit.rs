@@ -5,11 +5,18 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::replica::PLACEHOLDER;
+
 /// The `[audit]` table of `toolhost.toml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuditSettings {
-    /// The log file (JSON lines); no audit log when unset.
+    /// The log file (JSON lines); no audit log when unset. Its file name
+    /// may hold `{replica}`, written as the process's replica id (`serve
+    /// --replica-id`): one file per replica, as two serving processes are
+    /// refused one file. The folder of such a log is then toolhost's own
+    /// as a whole (no tool reads or writes in it), since the files of
+    /// other replicas lie there too.
     pub path: Option<PathBuf>,
     /// The size at which the file is rotated (renamed `FILE.1`, the older
     /// ones shifted up).
@@ -46,6 +53,15 @@ impl AuditSettings {
                 self.keep
             ));
         }
+        if let Some(path) = &self.path
+            && path.parent().is_some_and(|dir| dir.to_string_lossy().contains(PLACEHOLDER))
+        {
+            return Err(format!(
+                "[audit] path = {:?} has {PLACEHOLDER} in a folder; it may only be in the file name \
+                 (\"logs/audit-{PLACEHOLDER}.jsonl\")",
+                path.display().to_string()
+            ));
+        }
         if self.queue > MAX_QUEUE {
             return Err(format!(
                 "[audit] queue = {} is more than {MAX_QUEUE} records; a queue that large is allocated when the log opens, so give {MAX_QUEUE} or less",
@@ -53,6 +69,30 @@ impl AuditSettings {
             ));
         }
         Ok(())
+    }
+
+    /// Whether the file name holds `{replica}` (one log per replica).
+    pub fn per_replica(&self) -> bool {
+        self.path.as_deref().and_then(Path::file_name).is_some_and(|name| name.to_string_lossy().contains(PLACEHOLDER))
+    }
+
+    /// These settings for the process `replica` (a valid replica id):
+    /// `{replica}` in the file name written as it.
+    pub fn for_replica(&self, replica: &str) -> AuditSettings {
+        let mut settings = self.clone();
+        if self.per_replica()
+            && let Some(path) = &self.path
+        {
+            let name = path.file_name().unwrap_or_default().to_string_lossy().replace(PLACEHOLDER, replica);
+            settings.path = Some(path.with_file_name(name));
+        }
+        settings
+    }
+
+    /// The folder that is toolhost's own as a whole: that of a log with a
+    /// file per replica.
+    pub fn own_folder(&self) -> Option<&Path> {
+        self.path.as_deref().filter(|_| self.per_replica()).and_then(Path::parent)
     }
 
     /// The files of the log: the live one and every rotated one that may
@@ -92,5 +132,18 @@ mod tests {
         let most = AuditSettings { path: Some("/l/a".into()), keep: MAX_KEEP, queue: MAX_QUEUE, ..Default::default() };
         assert!(most.validate().is_ok());
         assert_eq!(most.files().len(), MAX_KEEP as usize + 1);
+    }
+
+    #[test]
+    fn a_replica_placeholder_names_one_file_per_replica_and_only_in_the_file_name() {
+        let shared = AuditSettings { path: Some("/l/audit-{replica}.jsonl".into()), ..Default::default() };
+        assert!(shared.per_replica() && shared.validate().is_ok());
+        assert_eq!(shared.for_replica("r2").path.unwrap(), Path::new("/l/audit-r2.jsonl"));
+        assert_eq!(shared.own_folder(), Some(Path::new("/l")));
+        let plain = AuditSettings { path: Some("/l/audit.jsonl".into()), ..Default::default() };
+        assert!(!plain.per_replica() && plain.own_folder().is_none());
+        assert_eq!(plain.for_replica("r2"), plain);
+        let in_folder = AuditSettings { path: Some("/l/{replica}/audit.jsonl".into()), ..Default::default() };
+        assert!(in_folder.validate().unwrap_err().contains("only be in the file name"));
     }
 }

@@ -34,6 +34,7 @@ pub mod path;
 pub mod permission;
 pub mod protected;
 pub mod registry;
+pub mod replica;
 pub mod settings;
 pub mod state_store;
 pub mod telemetry;

@@ -147,6 +147,14 @@ pub fn what_it_is(meta: &Metadata) -> &'static str {
     }
 }
 
+/// `<file>.lock`, beside `file`: where one process claims `file` as its
+/// own (the host's `Hold`: a named session, the audit log of `serve`).
+pub fn lock_path(file: &Path) -> std::path::PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".lock");
+    std::path::PathBuf::from(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -48,6 +48,9 @@ pub enum ProtectedKind {
     /// The audit log or one of its rotated files: a tool that could write
     /// it could forge or erase the record of what it did.
     AuditLog,
+    /// The folder of audit logs kept one per replica (`{replica}` in
+    /// `[audit] path`): the logs of other processes lie there too.
+    AuditDir,
     /// A configured skill folder (`[skills] dirs`): its `SKILL.md` files
     /// are instructions to the model, listed at the next start.
     SkillDir,
@@ -68,6 +71,7 @@ impl ProtectedKind {
             ProtectedKind::PluginDir => "a plugin folder toolhost loads from",
             ProtectedKind::LockFile => "toolhost's lock file of pinned plugins",
             ProtectedKind::AuditLog => "toolhost's audit log",
+            ProtectedKind::AuditDir => "toolhost's folder of audit logs",
             ProtectedKind::SkillDir => "a skill folder toolhost reads",
             ProtectedKind::Secret => "a secret toolhost reads",
         }

@@ -705,8 +705,18 @@ impl Settings {
         }
         p.add(ProtectedKind::StateDir, &self.state_dir());
         p.add(ProtectedKind::CacheDir, &self.cache_dir());
-        for file in self.audit.files() {
-            p.add(ProtectedKind::AuditLog, &file);
+        match self.audit.own_folder() {
+            Some(folder) => p.add(ProtectedKind::AuditDir, folder),
+            None => {
+                for file in self.audit.files() {
+                    p.add(ProtectedKind::AuditLog, &file);
+                }
+                // A lock removed under a serving process would let a second
+                // one write the same log.
+                if let Some(path) = &self.audit.path {
+                    p.add(ProtectedKind::AuditLog, &crate::own_file::lock_path(path));
+                }
+            }
         }
         for file in [&self.state.keyring_file, &self.state.redis.password_file].into_iter().flatten() {
             p.add(ProtectedKind::Secret, file);

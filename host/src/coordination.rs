@@ -1,5 +1,7 @@
 //! What the processes of one deployment must agree on besides agent state:
-//! the single-use nonces of pending questions ([`NonceStore`]). A sealed
+//! the single-use nonces of pending questions ([`NonceStore`]), the rules
+//! remembered by "allow and remember" ([`RuleStore`]) and who is serving
+//! ([`ReplicaRegistry`]). A sealed
 //! request state (an MCP 2026-07-28 ask) proves only that a process of the
 //! deployment made it; its nonce makes it answerable once, by whichever
 //! process the answer reaches. [`MemoryNonces`] keeps them in this process;
@@ -11,6 +13,10 @@ use std::time::{Duration, Instant};
 
 use crate::state::StateError;
 use crate::sync::MutexExt;
+
+mod replicas;
+
+pub use replicas::{MemoryReplicas, ReplicaRecord, ReplicaRegistry};
 
 /// The most questions a store holds pending at once by default: past it a
 /// new question is refused rather than memory growing without bound.

@@ -26,6 +26,7 @@ pub mod check_batch;
 pub mod coordination;
 pub mod events;
 pub mod execution;
+mod hold;
 pub mod oci;
 pub mod refusal;
 pub mod response;
@@ -38,7 +39,7 @@ pub mod types;
 
 // The pure modules live in `toolhost-core` (no wasmtime; fuzzed on their
 // own); they keep their paths here.
-pub use toolhost_core::{escape, lockfile, own_file, permission, protected, registry, settings, utc};
+pub use toolhost_core::{escape, lockfile, own_file, permission, protected, registry, replica, settings, utc};
 
 /// What a tool is, and loading a component (the paths of earlier
 /// versions, kept for embedders).
@@ -58,6 +59,11 @@ pub mod reload {
 /// is compiled after the host is built.
 pub mod loading {
     pub use crate::toolhost::loading::{FailedLoad, LoadFailures, PendingLoad};
+}
+/// A serving host among a deployment's replicas: its heartbeat in a
+/// [`coordination::ReplicaRegistry`] ([`Toolhost::announce`]).
+pub mod presence {
+    pub use crate::toolhost::presence::{HEARTBEAT_EVERY, HEARTBEAT_TTL, Presence, PresenceOptions, ReloadErrors};
 }
 pub use catalog::builtin;
 pub use catalog::function;

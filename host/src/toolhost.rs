@@ -62,6 +62,7 @@ mod function;
 pub(crate) mod loading;
 mod middleware;
 mod pinned;
+pub(crate) mod presence;
 pub(crate) mod reload;
 mod replace;
 mod shared_rules;
@@ -181,9 +182,31 @@ pub struct ToolhostBuilder {
     background_from: Option<u64>,
     optimise_builtins: Option<bool>,
     metrics: bool,
+    replica: Option<String>,
+    hold_audit_log: bool,
 }
 
 impl ToolhostBuilder {
+    /// Names this process among a deployment's replicas (`serve
+    /// --replica-id`; checked by [`toolhost_core::replica::validate`]): its
+    /// audit records carry it and `{replica}` in `[audit] path` is written
+    /// as it. Without one, `{replica}` is the machine's host name.
+    pub fn replica(mut self, id: impl Into<String>) -> Self {
+        self.replica = Some(id.into());
+        self
+    }
+
+    /// Whether this process holds its audit log alone for as long as it
+    /// runs (default `false`): a second process that asks the same is
+    /// refused at build, naming the holder. A host that keeps running
+    /// (`serve`) asks it, so two replicas never interleave their writes or
+    /// rotate each other's files; short calls that write the log of a
+    /// running host are not refused.
+    pub fn hold_audit_log(mut self, yes: bool) -> Self {
+        self.hold_audit_log = yes;
+        self
+    }
+
     /// Keeps Prometheus metrics of the calls ([`Toolhost::telemetry`]),
     /// for a front end that serves them (`serve --metrics`). Traces need
     /// no switch: `[telemetry] otlp_endpoint` or the OTLP environment
@@ -318,8 +341,15 @@ impl ToolhostBuilder {
         // `skill_problems`.
         let skills = Arc::new(Skills::scan(&settings.skills.dirs));
         let context_dirs = context_dirs(&working_dirs);
+        if let Some(id) = &self.replica {
+            toolhost_core::replica::validate(id).map_err(anyhow::Error::msg)?;
+        }
         let audit = match settings.audit.path {
-            Some(_) => Some(Arc::new(crate::audit::AuditLog::open(&settings.audit).context("opening the audit log")?)),
+            Some(_) => {
+                let audit = audit_settings(&settings, &working_dirs, self.replica.as_deref())?;
+                let log = crate::audit::AuditLog::open(&audit, self.hold_audit_log).context("opening the audit log")?;
+                Some(Arc::new(log))
+            }
             None => None,
         };
         let telemetry = crate::telemetry::Telemetry::start(&settings.telemetry, self.metrics)?;
@@ -359,6 +389,7 @@ impl ToolhostBuilder {
                 background_from: self.background_from.unwrap_or(BACKGROUND_LOAD_BYTES),
                 optimise_builtins: self.optimise_builtins.unwrap_or(true),
                 oci_entries,
+                replica: self.replica,
             }),
         };
         // Before any plugin, so none can take a meta tool's name.
@@ -384,6 +415,30 @@ impl ToolhostBuilder {
         host.load_configured_middleware().await?;
         Ok(host)
     }
+}
+
+/// `[audit]` for this process: `{replica}` written as `replica` (else the
+/// host name). The folder of a log per replica is toolhost's own as a
+/// whole, so it may not hold a working directory.
+fn audit_settings(
+    settings: &Settings,
+    working_dirs: &[PathBuf],
+    replica: Option<&str>,
+) -> Result<crate::audit::AuditSettings> {
+    if let Some(folder) = settings.audit.own_folder() {
+        let folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
+        if let Some(dir) = working_dirs.iter().find(|dir| dir.starts_with(&folder)) {
+            bail!(
+                "[audit] path = {:?} has {{replica}} in its name, which makes its folder toolhost's own (no tool may \
+                 touch the logs of other replicas there), but the working directory {} is in that folder; give the \
+                 logs a folder of their own",
+                settings.audit.path.as_deref().unwrap_or(Path::new("")).display().to_string(),
+                dir.display()
+            );
+        }
+    }
+    let replica = replica.map_or_else(toolhost_core::replica::machine, str::to_string);
+    Ok(settings.audit.for_replica(&replica))
 }
 
 struct Inner {
@@ -439,6 +494,8 @@ struct Inner {
     /// The `oci://` entries of `plugins` as written (the settings hold
     /// their links in the content store): `serve --watch` polls their tags.
     oci_entries: Vec<String>,
+    /// This process's replica id, when it was given one.
+    replica: Option<String>,
     /// Remembered rules shared with the other processes of a deployment
     /// ([`Toolhost::share_remembered_rules`]).
     shared_rules: std::sync::OnceLock<shared_rules::SharedRules>,
@@ -474,6 +531,12 @@ impl Toolhost {
     /// The settings in force.
     pub fn settings(&self) -> &Settings {
         &self.inner.settings
+    }
+
+    /// This process's replica id ([`ToolhostBuilder::replica`]), when it
+    /// was given one.
+    pub fn replica_id(&self) -> Option<&str> {
+        self.inner.replica.as_deref()
     }
 
     /// The runtime (engine, pooling, cache).

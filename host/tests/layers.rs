@@ -34,6 +34,8 @@ const LAYERS: &[(&str, usize)] = &[
     ("capability_diff", 0),
     ("lockfile", 0),
     ("own_file", 0),
+    ("hold", 0),
+    ("replica", 0),
     ("backend", 0),
     ("permission", 0),
     ("events", 0),
@@ -62,7 +64,7 @@ const LAYERS: &[(&str, usize)] = &[
 
 /// Each top-level module of `core/src` (crate `toolhost-core`) and its
 /// layer. The library re-exports `escape`, `lockfile`, `own_file`,
-/// `permission`, `protected`, `settings` and `utc` at its root (in [`LAYERS`] with the
+/// `permission`, `protected`, `replica`, `settings` and `utc` at its root (in [`LAYERS`] with the
 /// same layer); `capability`, `audit`, `limits`, `path` and `input_schema`
 /// hold the plain data and pure checks under the library's modules of
 /// those names.
@@ -74,6 +76,7 @@ const CORE_LAYERS: &[(&str, usize)] = &[
     ("capability", 0),
     ("lockfile", 0),
     ("own_file", 0),
+    ("replica", 0),
     ("limits", 0),
     ("audit", 0),
     ("telemetry", 0),

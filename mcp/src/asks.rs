@@ -286,14 +286,6 @@ impl Rounds {
     }
 }
 
-/// The digest of what decides a call in `settings`: the mode, rules and
-/// working directories of `[permissions]` and the grants. (Not the rules
-/// remembered later: a process that has not read them yet only asks again.)
-pub(crate) fn policy_digest(settings: &toolhost::settings::Settings) -> String {
-    let policy = serde_json::json!({"permissions": settings.permissions, "grants": settings.grants});
-    digest(&policy)
-}
-
 fn associated_data(tool: &str, args: &Value) -> Vec<u8> {
     format!("toolhost-mcp/v1\0{tool}\0{}", digest(args)).into_bytes()
 }

@@ -65,7 +65,7 @@ impl McpFront {
         nonces: Arc<dyn NonceStore>,
         keyring: &Keyring,
     ) -> anyhow::Result<Self> {
-        let policy = crate::asks::policy_digest(host.settings());
+        let policy = host.policy_digest();
         let shared = Arc::new(Shared {
             host,
             states: states.clone(),

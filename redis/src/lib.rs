@@ -4,7 +4,9 @@
 //! process is atomic against every other, a `reset_tools` through one
 //! reaches the listeners of all. The same store keeps the deployment's
 //! nonces of pending questions (`toolhost::coordination::NonceStore`), so
-//! an answer is taken once, by whichever process it reaches.
+//! an answer is taken once, by whichever process it reaches, the rules
+//! remembered by "allow and remember" (`RuleStore`) and the live replicas
+//! (`ReplicaRegistry`).
 //!
 //! Security-relevant defaults:
 //! - every key starts with the deployment's `key_prefix`, which is

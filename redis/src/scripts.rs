@@ -41,6 +41,17 @@ fn script(body: &str) -> Script {
     Script::new(&format!("{TOUCH}{DROP_ENTRY}{body}"))
 }
 
+/// `now`, Redis's clock in milliseconds: one clock for every process of
+/// the deployment (prelude of the scripts that keep lifetimes in a set).
+const NOW: &str = r"
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+";
+
+fn timed_script(body: &str) -> Script {
+    Script::new(&format!("{NOW}{body}"))
+}
+
 /// `get`: ARGV name, ttl → the canonical JSON text or nil.
 pub(crate) static GET: LazyLock<Script> = LazyLock::new(|| {
     script(
@@ -200,10 +211,8 @@ return {values, groups, records}
 /// set (by Redis's clock: one clock for every process), refuses past the
 /// bound (`0`), else stores the nonce with its lifetime (`1`).
 pub(crate) static ISSUE_NONCE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    timed_script(
         r"
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
 if not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[2]) then return -1 end
@@ -255,6 +264,55 @@ pub(crate) static REMEMBERED_RULES: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 return {redis.call('GET', KEYS[2]) or '0', redis.call('HVALS', KEYS[1])}
+",
+    )
+});
+
+/// A replica's heartbeat: KEYS its record (hash: `instance`, `record`) and
+/// the deployment's set of replicas (id by expiry); ARGV id, instance,
+/// record, lifetime in ms. Returns the record of another instance that
+/// held the id and was alive (nil otherwise), then writes this one.
+pub(crate) static HEARTBEAT: LazyLock<Script> = LazyLock::new(|| {
+    timed_script(
+        r"
+local other = false
+local holder = redis.call('HGET', KEYS[1], 'instance')
+if holder and holder ~= ARGV[2] then other = redis.call('HGET', KEYS[1], 'record') end
+redis.call('HSET', KEYS[1], 'instance', ARGV[2], 'record', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[1])
+return other
+",
+    )
+});
+
+/// The live replicas: KEYS the set of replicas; ARGV the prefix of their
+/// record keys (`<key_prefix>:replica:`). Drops the expired ids, returns
+/// the records of the others.
+pub(crate) static REPLICAS: LazyLock<Script> = LazyLock::new(|| {
+    timed_script(
+        r"
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local records = {}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local record = redis.call('HGET', ARGV[1] .. id, 'record')
+  if record then table.insert(records, record) end
+end
+return records
+",
+    )
+});
+
+/// A replica leaves: KEYS as [`HEARTBEAT`]; ARGV id, instance. Only the
+/// instance that holds the id removes it.
+pub(crate) static LEAVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('HGET', KEYS[1], 'instance') == ARGV[2] then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+return 0
 ",
     )
 });

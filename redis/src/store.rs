@@ -9,7 +9,9 @@ use futures::StreamExt as _;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Script};
 use tokio::sync::watch;
-use toolhost::coordination::{NonceStore, RememberedRule, RuleStore, too_many_questions};
+use toolhost::coordination::{
+    NonceStore, RememberedRule, ReplicaRecord, ReplicaRegistry, RuleStore, too_many_questions,
+};
 use toolhost::state::{
     CachedFile, MAX_CACHE_BYTES, MAX_CACHE_FILES, StateBounds, StateData, StateError, StateFull, StateKey, StateStore,
     canonical_json,
@@ -144,6 +146,18 @@ impl RedisStore {
     async fn rules_script<T: FromRedisValue>(&self, script: &Script, args: &[&str]) -> Result<T, StateError> {
         let keys = [format!("{}:rules", self.prefix), format!("{}:rules:version", self.prefix)];
         self.invoke(script, &keys, args).await
+    }
+
+    /// Runs a replica script on `id` with `args` after it.
+    async fn replica_script<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        id: &str,
+        args: &[&str],
+    ) -> Result<T, StateError> {
+        let keys = [format!("{}:replica:{id}", self.prefix), format!("{}:replicas", self.prefix)];
+        let args: Vec<&str> = [id].into_iter().chain(args.iter().copied()).collect();
+        self.invoke(script, &keys, &args).await
     }
 
     /// Runs one command.
@@ -417,5 +431,39 @@ impl RuleStore for RedisStore {
 
     async fn forget_rule(&self, rule: &str) -> Result<bool, StateError> {
         Ok(self.rules_script::<i64>(&scripts::FORGET_RULE, &[rule]).await? == 1)
+    }
+}
+
+#[async_trait::async_trait]
+impl ReplicaRegistry for RedisStore {
+    async fn heartbeat(&self, record: &ReplicaRecord, ttl: Duration) -> Result<Option<ReplicaRecord>, StateError> {
+        let text = serde_json::to_string(record).map_err(|e| StateError::Refused(e.to_string()))?;
+        let ttl = ttl.as_millis().max(1).to_string();
+        let other: Option<String> =
+            self.replica_script(&scripts::HEARTBEAT, &record.id, &[&record.instance, &text, &ttl]).await?;
+        // A record another process wrote that does not parse still names a
+        // clash: its id is held by someone else.
+        Ok(other.map(|o| {
+            serde_json::from_str(&o).unwrap_or_else(|_| ReplicaRecord {
+                host: "(a record toolhost cannot read)".to_string(),
+                pid: 0,
+                ..record.clone()
+            })
+        }))
+    }
+
+    async fn replicas(&self) -> Result<Vec<ReplicaRecord>, StateError> {
+        let keys = [format!("{}:replicas", self.prefix)];
+        let records: Vec<String> =
+            self.invoke(&scripts::REPLICAS, &keys, &[&format!("{}:replica:", self.prefix)]).await?;
+        // A record that does not parse (another version, a forgery) is left
+        // out rather than failing the whole list.
+        let mut replicas: Vec<ReplicaRecord> = records.iter().filter_map(|r| serde_json::from_str(r).ok()).collect();
+        replicas.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(replicas)
+    }
+
+    async fn leave(&self, id: &str, instance: &str) -> Result<(), StateError> {
+        self.replica_script::<i64>(&scripts::LEAVE, id, &[instance]).await.map(drop)
     }
 }

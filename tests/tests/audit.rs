@@ -537,3 +537,76 @@ fn a_removed_log_is_created_again_and_says_it_was_tampered_with() {
     assert!(ids.contains(&"3"), "the call after the removal is logged: {records:#?}");
     assert_eq!(std::fs::metadata(&log).unwrap().permissions().mode() & 0o777, 0o600);
 }
+
+/// Replicas (issue #31): two serving processes are refused one log file, as
+/// they would interleave their records and rotate each other's files; the
+/// refusal names the holder and says how to give each its own. A one-shot
+/// `toolhost call` still writes the log a serving process holds.
+#[test]
+fn a_second_serving_process_is_refused_the_log_another_one_writes() {
+    use toolhost_e2e::mcp::HttpServer;
+    let scratch = Scratch::new();
+    let log = scratch.outside("held-audit.jsonl");
+    let log_arg = log.display().to_string();
+    let first = HttpServer::start_with(&scratch, &["--audit", &log_arg], &[]);
+    let second = scratch
+        .cli_within(&["--audit", &log_arg, "serve", "--http", "127.0.0.1:0"], Duration::from_secs(60))
+        .expect("the second serve ends at once");
+    let (_, stderr) = text(&second);
+    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("is written by toolhost pid {}", first.pid())), "{stderr}");
+    assert!(stderr.contains("held-audit-{replica}.jsonl"), "the fix, with the placeholder: {stderr}");
+    let out = scratch.cli(&["--audit", &log_arg, "call", "Glob", r#"{"pattern":"*"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+    drop(first);
+    let records = lines(&log);
+    assert_eq!(calls(&records).len(), 1, "the one-shot call's record: {records:#?}");
+    // With the first one gone, the log is free again.
+    let again = HttpServer::start_with(&scratch, &["--audit", &log_arg], &[]);
+    drop(again);
+}
+
+/// `{replica}` in `[audit] path` gives each replica its file, its records
+/// name the replica, and the folder is toolhost's own as a whole: no tool
+/// reaches the log of another replica there (forging its records).
+#[tokio::test(flavor = "multi_thread")]
+async fn each_replica_writes_its_own_log_and_no_tool_reaches_another_replicas() {
+    let scratch = Scratch::new();
+    // Inside the working directory, where the tools do have access.
+    let logs = scratch.work().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let other = logs.join("audit-r2.jsonl");
+    std::fs::write(&other, "").unwrap();
+    let mut settings = scratch.settings();
+    settings.permissions.mode = Mode::Bypass;
+    settings.audit.path = Some(logs.join("audit-{replica}.jsonl"));
+    let host = Toolhost::builder().settings(settings, None).replica("r1").build().await.expect("building the host");
+    let o = other.display().to_string();
+    for (tool, input) in [
+        ("Write", json!({"file_path": o, "content": "{\"kind\":\"call\"}\n"})),
+        ("Read", json!({"file_path": o})),
+        ("Bash", json!({"command": format!("echo '{{}}' >> {o}; touch {}/audit-r3.jsonl", logs.display())})),
+    ] {
+        let r = call(&host, tool, input, PermissionAnswer::Deny).await;
+        assert_eq!(r.state, toolhost::response::ResultState::Denied, "{tool}: {}", r.text());
+        assert!(r.text().contains("audit log"), "{tool}: {}", r.text());
+    }
+    close(&host);
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "", "the other replica's log is untouched");
+    assert!(!logs.join("audit-r3.jsonl").exists());
+    let records = lines(&logs.join("audit-r1.jsonl"));
+    assert_eq!(calls(&records).len(), 3, "{records:#?}");
+    assert!(calls(&records).iter().all(|r| r["replica"] == "r1"), "{records:#?}");
+
+    // A working directory in that folder would be toolhost's own too: refused.
+    let mut settings = scratch.settings();
+    settings.audit.path = Some(scratch.work().parent().unwrap().join("audit-{replica}.jsonl"));
+    let err = Toolhost::builder().settings(settings, None).build().await.err().expect("refused").to_string();
+    assert!(err.contains("give the logs a folder of their own"), "{err}");
+    // An id that could leave the folder is refused before anything opens.
+    let mut settings = scratch.settings();
+    settings.audit.path = Some(logs.join("audit-{replica}.jsonl"));
+    let err = Toolhost::builder().settings(settings, None).replica("../x").build().await.err().expect("refused");
+    assert!(format!("{err:#}").contains("replica id"), "{err:#}");
+    assert!(!scratch.outside("x.jsonl").exists());
+}

@@ -341,3 +341,66 @@ fn a_fifo_in_place_of_a_redis_file_is_refused_without_waiting() {
         assert!(!out.status.success() && stderr.contains(key) && stderr.contains("FIFO"), "{key}: {stderr}");
     }
 }
+
+/// The replicas of a deployment (issue #31): each serving process
+/// registers itself with a heartbeat; `toolhost status` lists the live
+/// ones from the store (id, host, pid, digests); a replica that starts
+/// warns of a live one whose policy differs, naming the part; a second
+/// live process under one id is told at its heartbeat and shown as a
+/// clash; a replica that stops removes its record.
+#[test]
+fn the_replicas_are_listed_from_the_store_and_a_clash_or_another_policy_is_told() {
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = redis_settings(&scratch, &server, "replicas", &extra);
+    let status = || {
+        let out = scratch.cli(&["--config", config.to_str().unwrap(), "status", "--json"]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        let json: Value = serde_json::from_str(&stdout).unwrap();
+        json["replicas"].as_array().unwrap().clone()
+    };
+    let global = ["--config", config.to_str().unwrap()];
+    let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "r-a"]);
+    let other_policy = ["--config", config.to_str().unwrap(), "--allow", "TaskList"];
+    let mut b = HttpServer::start_with(&scratch, &other_policy, &["--replica-id", "r-b", "--grace", "0"]);
+    let warning = b.early.iter().find(|l| l.contains("decides under another policy")).cloned().unwrap_or_default();
+    assert!(warning.contains("r-a") && warning.contains("permissions.allow"), "{:?}", b.early);
+
+    let replicas = status();
+    let ids: Vec<&str> = replicas.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["r-a", "r-b"], "{replicas:#?}");
+    assert_eq!(replicas[0]["pid"], a.pid());
+    assert_eq!(replicas[0]["tools"], replicas[1]["tools"], "the same tools");
+    assert_ne!(replicas[0]["policy"]["permissions.allow"], replicas[1]["policy"]["permissions.allow"]);
+    assert_eq!(replicas[0]["policy"]["grants"], replicas[1]["policy"]["grants"]);
+    let out = scratch.cli(&["--config", config.to_str().unwrap(), "status"]);
+    let (shown, _) = text(&out);
+    assert!(
+        shown.contains("replica r-b") && shown.contains("differs from replica r-a in permissions.allow"),
+        "{shown}"
+    );
+
+    // A second live process under r-a: both are told, and the store shows it.
+    let c = HttpServer::start_with(&scratch, &global, &["--replica-id", "r-a"]);
+    let mut told = String::new();
+    wait_for("A to be told of C", Duration::from_secs(20), || {
+        if let Some(l) = a.stderr.try_iter().find(|l| l.contains("another live process uses this replica id")) {
+            told = l;
+        }
+        !told.is_empty()
+    });
+    assert!(told.contains(&format!("pid {}", c.pid())), "{told}");
+    wait_for("the clash in toolhost status", Duration::from_secs(20), || {
+        status().iter().any(|r| r["id"] == "r-a" && r["clash"].is_string())
+    });
+    drop(c);
+
+    // B stops as a replica does (SIGTERM): its record goes at once.
+    // SAFETY: kill(2) on a child of this test.
+    assert_eq!(unsafe { libc::kill(b.pid() as i32, libc::SIGTERM) }, 0);
+    assert!(b.child.wait().unwrap().success());
+    let ids: Vec<String> = status().iter().map(|r| r["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(ids, ["r-a"]);
+}

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost::coordination::{MemoryNonces, NonceStore, RememberedRule, RuleStore};
+use toolhost::coordination::{
+    MemoryNonces, MemoryReplicas, NonceStore, RememberedRule, ReplicaRecord, ReplicaRegistry, RuleStore,
+};
 use toolhost::state::{
     AgentState, CachedFile, FileStore, MAX_CACHE_BYTES, MAX_CACHE_FILES, MemoryStore, ReadForm, StateBounds,
     StateError, StateKey, StateStore,
@@ -251,6 +253,54 @@ async fn redis_keeps_the_remembered_rules_of_the_deployment_with_a_version() {
     // Another deployment's prefix sees none of them.
     let other = RedisStore::connect(&server.options("other")).await.unwrap();
     assert_eq!(other.remembered_rules().await.unwrap(), (0, Vec::new()));
+}
+
+/// What every replica registry does the same: a heartbeat keeps a record
+/// alive for its lifetime; a second instance under one id is told of the
+/// first while the first is alive, not after; only the holder's leave
+/// removes the record.
+async fn replica_contract(registry: Arc<dyn ReplicaRegistry>) {
+    let record = |id: &str, instance: &str| ReplicaRecord {
+        id: id.into(),
+        instance: instance.into(),
+        host: "h".into(),
+        pid: 1,
+        version: "0".into(),
+        tools: "t".into(),
+        policy: [("grants".to_string(), "g".to_string())].into(),
+        reload_errors: Vec::new(),
+        clash: None,
+        started: "s".into(),
+        heartbeat: "b".into(),
+    };
+    let ttl = Duration::from_secs(60);
+    assert_eq!(registry.heartbeat(&record("r1", "i1"), ttl).await.unwrap(), None);
+    assert_eq!(registry.heartbeat(&record("r1", "i1"), ttl).await.unwrap(), None, "its own record is no clash");
+    assert_eq!(registry.heartbeat(&record("r2", "i2"), Duration::from_millis(300)).await.unwrap(), None);
+    let ids = |list: Vec<ReplicaRecord>| list.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    assert_eq!(ids(registry.replicas().await.unwrap()), ["r1", "r2"]);
+    let other = registry.heartbeat(&record("r1", "i3"), ttl).await.unwrap();
+    assert_eq!(other.map(|r| r.instance).as_deref(), Some("i1"), "a live instance under the id is told");
+    registry.leave("r1", "i1").await.unwrap();
+    assert_eq!(ids(registry.replicas().await.unwrap()), ["r1", "r2"], "i1 no longer holds r1: it stays");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(ids(registry.replicas().await.unwrap()), ["r1"], "r2's time is up");
+    assert_eq!(registry.heartbeat(&record("r2", "i4"), ttl).await.unwrap(), None, "an expired holder is no clash");
+    registry.leave("r1", "i3").await.unwrap();
+    assert_eq!(ids(registry.replicas().await.unwrap()), ["r2"]);
+}
+
+#[tokio::test]
+async fn memory_replicas_keep_the_contract() {
+    replica_contract(Arc::new(MemoryReplicas::default())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_replicas_keep_the_contract_for_the_deployment() {
+    let Some(server) = RedisServer::start() else { return };
+    replica_contract(Arc::new(RedisStore::connect(&server.options("replicas")).await.unwrap())).await;
+    let other = RedisStore::connect(&server.options("other-replicas")).await.unwrap();
+    assert!(ReplicaRegistry::replicas(&other).await.unwrap().is_empty(), "another prefix sees none");
 }
 
 #[tokio::test]

@@ -15,6 +15,10 @@ pub struct Record {
     pub call_id: String,
     /// The session's state file, or `null` for the host's own state.
     pub session: Option<String>,
+    /// The process that took the call, by its replica id (`serve
+    /// --replica-id`); absent for a process that was given none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
     /// Who made the call, as the front end that took it knows it (an MCP
     /// client of `toolhost serve`); absent for `call`, `run` and library
     /// calls that name none.

@@ -69,6 +69,8 @@ pub struct AuditLog {
     writer: Thread,
     wake_at: usize,
     path: PathBuf,
+    /// The log held by this process alone, when it asked.
+    _hold: Option<crate::hold::Hold>,
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -81,7 +83,11 @@ impl AuditLog {
     /// Starts the writer for `settings` (whose `path` must be set). The
     /// file is opened by the writer thread, so a path on a slow or stuck
     /// filesystem does not hold up start-up either; its folder must exist.
-    pub fn open(settings: &AuditSettings) -> Result<AuditLog> {
+    ///
+    /// `hold`: this process holds the log alone while it is open (`serve`,
+    /// [`crate::Toolhost`]'s `hold_audit_log`): another process holding it
+    /// is refused here, naming it.
+    pub fn open(settings: &AuditSettings, hold: bool) -> Result<AuditLog> {
         let path = settings.path.clone().context("the audit log needs a path ([audit] path or --audit FILE)")?;
         settings.validate().map_err(anyhow::Error::msg)?;
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -91,6 +97,7 @@ impl AuditLog {
                 path.display()
             );
         }
+        let hold = if hold { Some(hold_log(&path)?) } else { None };
         let queue = settings.queue.max(1);
         let (tx, rx) = sync_channel(queue);
         let counters = Arc::new(Counters::default());
@@ -118,6 +125,7 @@ impl AuditLog {
             writer,
             wake_at: queue.div_ceil(2),
             path,
+            _hold: hold,
         })
     }
 
@@ -169,6 +177,25 @@ impl AuditLog {
 impl Drop for AuditLog {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// `path` held by this process alone, or the refusal naming who holds it.
+fn hold_log(path: &Path) -> Result<crate::hold::Hold> {
+    match crate::hold::Hold::take(path)? {
+        Ok(hold) => Ok(hold),
+        Err(holder) => anyhow::bail!(
+            "the audit log {} is written by {holder}: two serving processes on one log would interleave their \
+             records and rotate each other's files; give each replica its own file, e.g. \
+             [audit] path = \"{}\" (written with --replica-id)",
+            path.display(),
+            path.with_file_name(format!(
+                "{}-{{replica}}{}",
+                path.file_stem().unwrap_or_default().to_string_lossy(),
+                path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default()
+            ))
+            .display()
+        ),
     }
 }
 

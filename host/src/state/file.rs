@@ -12,6 +12,7 @@ use anyhow::{Context as _, Result, bail};
 
 use super::data::{FORMAT_VERSION, Slot};
 use super::{CachedFile, StateBounds, StateData, StateError, StateKey, StateStore};
+use crate::hold::Hold;
 use crate::sync::MutexExt;
 
 /// Named sessions as files in one folder. A session is held by this store
@@ -34,7 +35,7 @@ pub struct FileStore {
 struct Held {
     slot: Slot,
     path: PathBuf,
-    _hold: SessionHold,
+    _hold: Hold,
 }
 
 impl FileStore {
@@ -64,7 +65,7 @@ impl FileStore {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
                 let path = self.path(key)?;
-                let hold = SessionHold::take(&path).map_err(refused)?;
+                let hold = hold_session(&path).map_err(refused)?;
                 let data = read_session(&path).map_err(refused)?;
                 e.insert(Held { slot: Slot::with_data(data), path, _hold: hold })
             }
@@ -256,90 +257,21 @@ fn save(path: &Path, data: &StateData) -> Result<()> {
     Ok(())
 }
 
-/// A session file held by one [`FileStore`]: an exclusive advisory lock
-/// (`flock`) on `<file>.lock`, which holds the holder's pid for the refusal
-/// of anyone else. The lock file stays when released (removing it would
-/// race a process that opened it meanwhile).
-///
-/// The lock file is written, so it is opened as nothing but a regular file
-/// of its own: not through a symbolic link (`O_NOFOLLOW`; a link planted
-/// there would have its target truncated), not a FIFO or a terminal
-/// (`O_NONBLOCK`, `O_NOCTTY`, then the descriptor's type checked), not a
-/// hard link to another file (its link count).
-#[derive(Debug)]
-struct SessionHold {
-    _lock: std::fs::File,
-}
-
-impl SessionHold {
-    fn take(path: &Path) -> Result<Self> {
-        use std::io::{Read as _, Seek as _, Write as _};
-        use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
-        let lock_path = hold_path(path);
-        if let Some(dir) = lock_path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        let mut lock = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(&lock_path)
-            .with_context(|| {
-                format!(
-                    "opening the session lock {} (it must be a regular file, not a symbolic link; remove it)",
-                    lock_path.display()
-                )
-            })?;
-        let meta = lock.metadata().with_context(|| format!("reading {}", lock_path.display()))?;
-        crate::own_file::check_regular(&meta, &lock_path)?;
-        if meta.nlink() > 1 {
+/// A session file held by one [`FileStore`] ([`Hold`]): a second process
+/// is refused at open, naming the holder.
+fn hold_session(path: &Path) -> Result<Hold> {
+    match Hold::take(path).context("holding the session")? {
+        Ok(hold) => Ok(hold),
+        Err(holder) => {
+            let name = path.file_stem().unwrap_or(path.as_os_str()).to_string_lossy();
             bail!(
-                "the session lock {} has {} hard links, so writing it could change another file; remove it",
-                lock_path.display(),
-                meta.nlink()
-            );
-        }
-        match lock.try_lock() {
-            Ok(()) => {
-                // Best effort: the pid only names the holder in a refusal.
-                let _ = lock.set_len(0).and_then(|()| lock.write_all(pid_line().as_bytes()));
-                Ok(Self { _lock: lock })
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let name = path.file_stem().unwrap_or(path.as_os_str()).to_string_lossy();
-                // The holder's pid, from the descriptor checked above.
-                let mut text = String::new();
-                let _ = lock.rewind().and_then(|()| (&mut lock).take(32).read_to_string(&mut text));
-                let holder = text
-                    .trim()
-                    .parse::<u32>()
-                    .map_or_else(|_| "another toolhost process".to_string(), |pid| format!("toolhost pid {pid}"));
-                bail!(
-                    "session {name} is in use by {holder} ({}): two processes on one session would each overwrite the \
-                     other's updates; wait until it ends, use another session name, or share sessions \
-                     between processes with [state] store = \"redis\"",
-                    path.display()
-                )
-            }
-            Err(std::fs::TryLockError::Error(e)) => {
-                Err(e).with_context(|| format!("locking the session {}", lock_path.display()))
-            }
+                "session {name} is in use by {holder} ({}): two processes on one session would each overwrite the \
+                 other's updates; wait until it ends, use another session name, or share sessions \
+                 between processes with [state] store = \"redis\"",
+                path.display()
+            )
         }
     }
-}
-
-/// `<file>.lock` beside the session file `path`.
-fn hold_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    PathBuf::from(name)
-}
-
-fn pid_line() -> String {
-    format!("{}\n", std::process::id())
 }
 
 /// Saves made by this process: one temporary name per save, so two saves
@@ -438,7 +370,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let victim = dir.path().join("victim.txt");
         std::fs::write(&victim, "precious").unwrap();
-        let lock = hold_path(&dir.path().join("s.json"));
+        let lock = toolhost_core::own_file::lock_path(&dir.path().join("s.json"));
         std::os::unix::fs::symlink(&victim, &lock).unwrap();
         let (store, key) = session(dir.path(), "s");
         let err = store.open(&key).await.unwrap_err().to_string();
@@ -461,7 +393,7 @@ mod tests {
             assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         };
         mkfifo(&dir.path().join("s.json"));
-        mkfifo(&hold_path(&dir.path().join("t.json")));
+        mkfifo(&toolhost_core::own_file::lock_path(&dir.path().join("t.json")));
         let store = FileStore::new(dir.path());
         for name in ["s", "t"] {
             let err = store.open(&StateKey::named(name).unwrap()).await.unwrap_err().to_string();

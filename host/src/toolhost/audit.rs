@@ -59,6 +59,7 @@ impl Toolhost {
             time: String::new(),
             call_id,
             session,
+            replica: self.inner.replica.clone(),
             caller,
             tool,
             plugin_sha256: gathered.plugin_sha256,

@@ -60,6 +60,20 @@ impl Watcher {
         self.status.lock_unpoisoned().clone()
     }
 
+    /// The reload errors of the watched files as they stand, one line each
+    /// (`FILE: error`), read afresh at each call: what a replica's
+    /// heartbeat reports ([`crate::presence::PresenceOptions`]).
+    pub fn error_lines(&self) -> super::presence::ReloadErrors {
+        let status = self.status.clone();
+        Arc::new(move || {
+            status
+                .lock_unpoisoned()
+                .iter()
+                .filter_map(|f| f.last_error.as_ref().map(|e| format!("{}: {e}", f.file.display())))
+                .collect()
+        })
+    }
+
     /// The number of reload passes done, moved on after each one (a test
     /// or a front end waits on it to see a change through).
     pub fn passes(&self) -> watch::Receiver<u64> {
