@@ -282,7 +282,31 @@ fn first_line_may_run_on(rest: &str) -> bool {
         || odd('"')
         || odd('\'')
         || odd('`')
+        || ends_inside_a_quote(rest)
         || (opens && !rest.chars().all(is_plain_beside_an_expansion))
+}
+
+/// Whether `text`, quoted as the shell reads it, ends inside a quote (`'`,
+/// `"` or a backquote): an escaped quote opens or closes nothing, so an
+/// even count of quotes can still leave one open (fuzzed: `<<c<"\"`, then
+/// `${n}${`).
+fn ends_inside_a_quote(text: &str) -> bool {
+    let mut quote = None;
+    let mut escaped = false;
+    for c in text.chars() {
+        if std::mem::take(&mut escaped) {
+            continue;
+        }
+        match (quote, c) {
+            (Some('\''), '\'') => quote = None,
+            (Some('\''), _) => {}
+            (_, '\\') => escaped = true,
+            (Some(q), c) if c == q => quote = None,
+            (None, '\'' | '"' | '`') => quote = Some(c),
+            _ => {}
+        }
+    }
+    quote.is_some()
 }
 
 /// A character that changes nothing in how brush-parser's tokenizer finds
@@ -1244,6 +1268,7 @@ mod tests {
         assert!(parser_would_choke("cat <<EOF > \"$(dirname x)/y\"\nhi\nEOF"), "quoting beside an expansion asks");
         assert!(!parser_would_choke("cat <<EOF > \"$dir/y\"\nhi\nEOF"));
         assert!(!parser_would_choke("cat <<EOF > $(dirname x)/y\nhi\nEOF"));
+        assert!(parser_would_choke("<<c<\"\\\"\n${n}${\nc"), "a quote left open past an escaped one");
         let fuzzed = "<<c<$[#Kx))))))))))))))))))gsn]\n]\nc";
         assert!(parser_would_choke(fuzzed), "a comment that hides the closing bracket");
         assert!(parser_would_choke("cat <<EOF > $(dirname x) # to x\nhi\nEOF"));
