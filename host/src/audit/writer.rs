@@ -141,13 +141,18 @@ impl AuditLog {
     pub fn submit(&self, record: Record, raw_input: String, time: SystemTime) {
         let tx = self.tx.lock_unpoisoned();
         let Some(tx) = tx.as_ref() else { return };
+        // Counted before it is sent: the writer may take it and count it
+        // out at once, and a count taken after would go below zero (it
+        // wrapped, and the next call's increment overflowed).
+        let queued = self.counters.queued.fetch_add(1, Ordering::Relaxed) + 1;
         match tx.try_send(Pending { record, raw_input, time }) {
             Ok(()) => {
-                if self.counters.queued.fetch_add(1, Ordering::Relaxed) + 1 >= self.wake_at {
+                if queued >= self.wake_at {
                     self.writer.unpark();
                 }
             }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.counters.queued.fetch_sub(1, Ordering::Relaxed);
                 self.counters.unreported.fetch_add(1, Ordering::Relaxed);
                 self.counters.dropped.fetch_add(1, Ordering::Relaxed);
             }
