@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
-use toolhost::coordination::ReplicaRegistry;
+use toolhost::coordination::{EventBus, ReplicaRegistry};
 use toolhost::presence::{Presence, PresenceOptions};
 use toolhost::settings::StoreKind;
 use toolhost::state::{MemoryStore, StateStore};
@@ -37,6 +37,7 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
     let shared = crate::state_store::shared(host.settings(), true).await?;
     let store: Option<Arc<dyn StateStore>> = shared.clone().map(|s| s as Arc<dyn StateStore>);
     let registry: Option<Arc<dyn ReplicaRegistry>> = shared.clone().map(|s| s as Arc<dyn ReplicaRegistry>);
+    let shared_events: Option<Arc<dyn EventBus>> = shared.clone().map(|s| s as Arc<dyn EventBus>);
     let states = match (&args.session, store) {
         (Some(name), store) => {
             let state = call::open_session_in(host.settings(), store, name).await?;
@@ -52,6 +53,9 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
     };
     if let Some((watcher, _)) = &watcher {
         front.forward_reload_errors(watcher.reload_errors());
+    }
+    if let Some(shared) = &shared_events {
+        front.share_events(shared.clone());
     }
     let presence = match &registry {
         Some(registry) => Some(announce(front.host(), registry.clone(), watcher.as_ref().map(|(w, _)| w)).await?),

@@ -1,7 +1,8 @@
 //! What the processes of one deployment must agree on besides agent state:
 //! the single-use nonces of pending questions ([`NonceStore`]), the rules
-//! remembered by "allow and remember" ([`RuleStore`]) and who is serving
-//! ([`ReplicaRegistry`]). A sealed
+//! remembered by "allow and remember" ([`RuleStore`]), who is serving
+//! ([`ReplicaRegistry`]) and what one process tells the others
+//! ([`EventBus`]). A sealed
 //! request state (an MCP 2026-07-28 ask) proves only that a process of the
 //! deployment made it; its nonce makes it answerable once, by whichever
 //! process the answer reaches. [`MemoryNonces`] keeps them in this process;
@@ -14,8 +15,10 @@ use std::time::{Duration, Instant};
 use crate::state::StateError;
 use crate::sync::MutexExt;
 
+mod events;
 mod replicas;
 
+pub use events::{BusMessage, EventBus, MAX_MESSAGE_BYTES};
 pub use replicas::{MemoryReplicas, ReplicaRecord, ReplicaRegistry};
 
 /// The most questions a store holds pending at once by default: past it a

@@ -4,20 +4,24 @@
 //! `subscriptions/listen` sink on 2026-07-28, the session's peer on
 //! 2025-11-25 and earlier. A 2026-07-28 listener also follows the group
 //! changes (`reset_tools`) of the agent state its requests share, which
-//! change what it is offered as much as a new tool does.
+//! change what it is offered as much as a new tool does; and every listener
+//! follows the tool-set changes of the deployment's other replicas
+//! (`fanout.rs`).
 
 use std::future::Future;
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// Calls `notify` once for each change seen on `changes` (changes that come
-/// faster than a notification is sent fold into one: the client lists
-/// again anyway), until either token of `until` fires, the host is gone, or `notify` says
-/// the listener is closed (returns `false`).
+/// Calls `notify` once for each change seen on `changes` or on one of
+/// `others` (changes that come faster than a notification is sent fold
+/// into one: the client lists again anyway), until either token of `until`
+/// fires, the host is gone, or `notify` says the listener is closed
+/// (returns `false`). One of `others` that closes (its state ended) is
+/// followed no more; the tool set still is.
 pub(crate) async fn forward<F, Fut>(
     mut changes: watch::Receiver<u64>,
-    mut groups: Option<watch::Receiver<u64>>,
+    mut others: Vec<watch::Receiver<u64>>,
     until: [&CancellationToken; 2],
     mut notify: F,
 ) where
@@ -26,31 +30,32 @@ pub(crate) async fn forward<F, Fut>(
 {
     // Only changes after the listener started count.
     changes.mark_unchanged();
-    if let Some(groups) = groups.as_mut() {
-        groups.mark_unchanged();
+    for other in &mut others {
+        other.mark_unchanged();
     }
     loop {
-        let group_change = async {
-            match groups.as_mut() {
-                Some(groups) => groups.changed().await.is_ok(),
-                None => std::future::pending().await,
+        let other_change = async {
+            if others.is_empty() {
+                return std::future::pending().await;
             }
+            let (changed, index, _) =
+                futures::future::select_all(others.iter_mut().map(|o| Box::pin(o.changed()))).await;
+            (index, changed.is_ok())
         };
-        tokio::select! {
+        let closed_other = tokio::select! {
             () = until[0].cancelled() => return,
             () = until[1].cancelled() => return,
             changed = changes.changed() => {
                 if changed.is_err() {
                     return;
                 }
+                None
             }
-            alive = group_change => {
-                if !alive {
-                    // The state is gone; the tool set is still followed.
-                    groups = None;
-                    continue;
-                }
-            }
+            (index, alive) = other_change => (!alive).then_some(index),
+        };
+        if let Some(index) = closed_other {
+            others.remove(index);
+            continue;
         }
         if !notify().await {
             return;
@@ -72,7 +77,7 @@ mod tests {
         let counted = sent.clone();
         let task = tokio::spawn(async move {
             let never = CancellationToken::new();
-            forward(rx, None, [&never, &never], move || {
+            forward(rx, Vec::new(), [&never, &never], move || {
                 let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
                 async move { n < 2 } // the second send finds the listener closed
             })
@@ -95,10 +100,9 @@ mod tests {
         let (_tx, rx) = watch::channel(0u64);
         let stop = CancellationToken::new();
         let stopped = stop.clone();
-        let task =
-            tokio::spawn(
-                async move { forward(rx, None, [&CancellationToken::new(), &stopped], || async { true }).await },
-            );
+        let task = tokio::spawn(async move {
+            forward(rx, Vec::new(), [&CancellationToken::new(), &stopped], || async { true }).await
+        });
         stop.cancel();
         task.await.unwrap();
     }

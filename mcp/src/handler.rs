@@ -29,22 +29,24 @@ use toolhost::coordination::{MemoryNonces, NonceStore};
 /// by [`McpFront::for_new_session`] has its own agent state.
 #[derive(Clone)]
 pub struct McpFront {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     session: Arc<SessionGuard>,
     /// This session's `logging/setLevel`.
     log_level: Arc<Threshold>,
 }
 
-struct Shared {
-    host: Toolhost,
+pub(crate) struct Shared {
+    pub(crate) host: Toolhost,
     states: SessionStates,
     rounds: Rounds,
     /// Fired by [`McpFront::stop_new_work`]: no new calls, listeners end.
-    stopping: CancellationToken,
+    pub(crate) stopping: CancellationToken,
     /// The calls running now.
     calls: TaskTracker,
     /// The server's own messages to its clients ([`McpFront::forward_reload_errors`]).
-    logs: Logs,
+    pub(crate) logs: Logs,
+    /// What the other replicas of the deployment report ([`McpFront::share_events`]).
+    pub(crate) fanout: crate::fanout::Fanout,
 }
 
 impl McpFront {
@@ -73,6 +75,7 @@ impl McpFront {
             stopping: CancellationToken::new(),
             calls: TaskTracker::new(),
             logs: Logs::new(),
+            fanout: crate::fanout::Fanout::new(),
         });
         Ok(Self { session: Arc::new(SessionGuard::new(states)), shared, log_level: Arc::default() })
     }
@@ -103,8 +106,11 @@ impl McpFront {
                 };
                 match status {
                     Ok(status) => {
-                        if let Some(message) = crate::logs::reload_error(&status) {
+                        if shared.fanout.first_report(&status)
+                            && let Some(message) = crate::logs::reload_error(&status)
+                        {
                             shared.logs.send(message);
+                            shared.fanout.publish_reload_error(&status).await;
                         }
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
@@ -218,6 +224,7 @@ impl ServerHandler for McpFront {
     /// `toolhost.load`).
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let changes = self.shared.host.tool_list_changes();
+        let remote = self.shared.fanout.remote_changes();
         let until = self.session.ended.clone();
         let stopping = self.shared.stopping.clone();
         let peer = context.peer;
@@ -234,7 +241,7 @@ impl ServerHandler for McpFront {
             peer.clone(),
         ));
         tokio::spawn(async move {
-            forward(changes, None, [&until, &stopping], || {
+            forward(changes, vec![remote], [&until, &stopping], || {
                 let peer = peer.clone();
                 async move { peer.notify_tool_list_changed().await.is_ok() }
             })
@@ -268,7 +275,8 @@ impl ServerHandler for McpFront {
         let sink = context.sink().clone();
         let closed = context.request_context().ct.clone();
         let groups = self.shared.states.state(self.shared.states.sessionless_key()).group_changes();
-        forward(self.shared.host.tool_list_changes(), Some(groups), [&closed, &self.shared.stopping], || {
+        let others = vec![groups, self.shared.fanout.remote_changes()];
+        forward(self.shared.host.tool_list_changes(), others, [&closed, &self.shared.stopping], || {
             let sink = sink.clone();
             async move {
                 match sink.notify_tool_list_changed().await {

@@ -15,6 +15,7 @@
 mod asks;
 mod call;
 mod changes;
+mod fanout;
 mod handler;
 pub mod http;
 mod keyring;

@@ -10,7 +10,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Script};
 use tokio::sync::watch;
 use toolhost::coordination::{
-    NonceStore, RememberedRule, ReplicaRecord, ReplicaRegistry, RuleStore, too_many_questions,
+    BusMessage, EventBus, MAX_MESSAGE_BYTES, NonceStore, RememberedRule, ReplicaRecord, ReplicaRegistry, RuleStore,
+    too_many_questions,
 };
 use toolhost::state::{
     CachedFile, MAX_CACHE_BYTES, MAX_CACHE_FILES, StateBounds, StateData, StateError, StateFull, StateKey, StateStore,
@@ -20,6 +21,10 @@ use toolhost::sync::MutexExt as _;
 
 use crate::options::RedisOptions;
 use crate::scripts;
+
+/// How many bus messages a subscriber may fall behind by before it loses
+/// the oldest.
+const BUS_BACKLOG: usize = 256;
 
 /// The group-change receivers of this process, by state.
 type Listeners = Mutex<HashMap<StateKey, watch::Sender<u64>>>;
@@ -41,6 +46,8 @@ pub struct RedisStore {
     /// count its own changes twice.
     origin: String,
     listeners: Arc<Listeners>,
+    /// What the other processes publish ([`EventBus`]).
+    bus: tokio::sync::broadcast::Sender<BusMessage>,
     subscriber: tokio::task::JoinHandle<()>,
     max_pending_questions: usize,
 }
@@ -77,8 +84,9 @@ impl RedisStore {
         let _ = getrandom::fill(&mut tag);
         let origin = format!("{}-{}", std::process::id(), hex::encode(tag));
         let (subscribed, first) = tokio::sync::oneshot::channel();
-        let subscriber =
-            tokio::spawn(follow(client, channel.clone(), origin.clone(), Arc::downgrade(&listeners), subscribed));
+        let (bus, _) = tokio::sync::broadcast::channel(BUS_BACKLOG);
+        let follower = Follower { origin: origin.clone(), listeners: Arc::downgrade(&listeners), bus: bus.clone() };
+        let subscriber = tokio::spawn(follower.follow(client, channel.clone(), subscribed));
         let store = Self {
             connection,
             prefix: options.key_prefix.clone(),
@@ -88,6 +96,7 @@ impl RedisStore {
             channel,
             origin,
             listeners,
+            bus,
             subscriber,
             max_pending_questions: options.max_pending_questions,
         };
@@ -227,56 +236,77 @@ async fn bounded<T>(
     }
 }
 
-/// Follows the deployment's channel for as long as the store lives:
-/// `groups ORIGIN KEY` gives the listeners of KEY a new generation (unless
-/// this store published it). After a lost subscription, re-subscribes with
-/// back-off and tells every listener once.
-async fn follow(
-    client: redis::Client,
-    channel: String,
+/// The subscription's side of a [`RedisStore`]: what it wakes.
+struct Follower {
+    /// The store's own tag: its own messages are skipped.
     origin: String,
     listeners: Weak<Listeners>,
-    subscribed: tokio::sync::oneshot::Sender<()>,
-) {
-    let mut subscribed = Some(subscribed);
-    let mut delay = Duration::from_millis(100);
-    loop {
-        match subscribe(&client, &channel).await {
-            Ok(mut pubsub) => {
-                delay = Duration::from_millis(100);
-                match subscribed.take() {
-                    Some(first) => drop(first.send(())),
-                    None => {
-                        let Some(listeners) = listeners.upgrade() else { return };
-                        for sender in listeners.lock_unpoisoned().values() {
-                            sender.send_modify(|generation| *generation += 1);
+    bus: tokio::sync::broadcast::Sender<BusMessage>,
+}
+
+impl Follower {
+    /// Follows the deployment's channel for as long as the store lives
+    /// ([`Follower::take`] each message, unless this store published it).
+    /// After a lost subscription, re-subscribes with back-off and tells
+    /// every listener and bus subscriber once.
+    async fn follow(self, client: redis::Client, channel: String, subscribed: tokio::sync::oneshot::Sender<()>) {
+        let mut subscribed = Some(subscribed);
+        let mut delay = Duration::from_millis(100);
+        loop {
+            match subscribe(&client, &channel).await {
+                Ok(mut pubsub) => {
+                    delay = Duration::from_millis(100);
+                    match subscribed.take() {
+                        Some(first) => drop(first.send(())),
+                        None => {
+                            let Some(listeners) = self.listeners.upgrade() else { return };
+                            for sender in listeners.lock_unpoisoned().values() {
+                                sender.send_modify(|generation| *generation += 1);
+                            }
+                            let _ = self.bus.send(BusMessage::Reconnected);
+                        }
+                    }
+                    let mut messages = pubsub.on_message();
+                    while let Some(message) = messages.next().await {
+                        let Ok(text) = message.get_payload::<String>() else { continue };
+                        if !self.take(&text) {
+                            return;
                         }
                     }
                 }
-                let mut messages = pubsub.on_message();
-                while let Some(message) = messages.next().await {
-                    let Ok(text) = message.get_payload::<String>() else { continue };
-                    let mut words = text.splitn(3, ' ');
-                    let (Some("groups"), Some(from), Some(key)) = (words.next(), words.next(), words.next()) else {
-                        continue;
-                    };
-                    if from == origin {
-                        continue;
-                    }
-                    let Some(listeners) = listeners.upgrade() else { return };
-                    let listeners = listeners.lock_unpoisoned();
-                    if let Some(sender) = listeners.iter().find(|(k, _)| k.as_str() == key).map(|(_, s)| s) {
-                        sender.send_modify(|generation| *generation += 1);
-                    }
+                Err(e) => tracing::debug!("subscribing to {channel} failed: {e}"),
+            }
+            if self.listeners.strong_count() == 0 {
+                return;
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    }
+
+    /// Acts on one message of the channel: `groups ORIGIN KEY` wakes the
+    /// state's listeners, `bus ORIGIN TEXT` goes to the bus's subscribers.
+    /// `false` once the store is gone.
+    fn take(&self, text: &str) -> bool {
+        let mut words = text.splitn(3, ' ');
+        let (Some(kind), Some(from), Some(rest)) = (words.next(), words.next(), words.next()) else { return true };
+        if from == self.origin {
+            return true;
+        }
+        match kind {
+            "groups" => {
+                let Some(listeners) = self.listeners.upgrade() else { return false };
+                let listeners = listeners.lock_unpoisoned();
+                if let Some(sender) = listeners.iter().find(|(k, _)| k.as_str() == rest).map(|(_, s)| s) {
+                    sender.send_modify(|generation| *generation += 1);
                 }
             }
-            Err(e) => tracing::debug!("subscribing to {channel} failed: {e}"),
+            "bus" if rest.len() <= MAX_MESSAGE_BYTES => {
+                let _ = self.bus.send(BusMessage::Message(rest.into()));
+            }
+            _ => {}
         }
-        if listeners.strong_count() == 0 {
-            return;
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
+        true
     }
 }
 
@@ -465,5 +495,23 @@ impl ReplicaRegistry for RedisStore {
 
     async fn leave(&self, id: &str, instance: &str) -> Result<(), StateError> {
         self.replica_script::<i64>(&scripts::LEAVE, id, &[instance]).await.map(drop)
+    }
+}
+
+#[async_trait::async_trait]
+impl EventBus for RedisStore {
+    async fn publish(&self, message: &str) -> Result<(), StateError> {
+        if message.len() > MAX_MESSAGE_BYTES {
+            return Err(StateError::Refused(format!(
+                "a message of {} bytes is more than the {MAX_MESSAGE_BYTES} the deployment's channel carries",
+                message.len()
+            )));
+        }
+        let text = format!("bus {} {message}", self.origin);
+        self.query::<i64>(redis::cmd("PUBLISH").arg(&self.channel).arg(text)).await.map(drop)
+    }
+
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<BusMessage> {
+        self.bus.subscribe()
     }
 }

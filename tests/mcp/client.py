@@ -316,6 +316,46 @@ async def scenario_list_changed(opts, p):
     return out
 
 
+async def scenario_notified(opts, p):
+    """Listens on one server while something happens elsewhere: creates
+    `ready` once listening, then waits (`seconds`, 30 by default) for one
+    tools/list_changed and, legacy only, for `logs` log messages at level
+    `level`."""
+    out = {"changed": 0, "logs": []}
+    seconds = p.get("seconds", 30)
+    enough_logs = asyncio.Event()
+    if p.get("logs", 0) == 0:
+        enough_logs.set()
+
+    async def on_log(params):
+        out["logs"].append({"level": str(params.level), "logger": params.logger, "data": params.data})
+        if len(out["logs"]) >= p["logs"]:
+            enough_logs.set()
+
+    if opts["mode"] == "legacy":
+        changes = asyncio.Queue()
+
+        async def on_message(m):
+            if isinstance(m, ToolListChangedNotification):
+                changes.put_nowait(m)
+
+        async with client(opts, message_handler=on_message, logging_callback=on_log) as c:
+            if "level" in p:
+                await c.set_logging_level(p["level"])
+            open(p["ready"], "w").close()
+            await asyncio.wait_for(changes.get(), timeout=seconds)
+            out["changed"] += 1
+            await asyncio.wait_for(enough_logs.wait(), timeout=seconds)
+    else:
+        async with client(opts) as c:
+            async with c.listen(tools_list_changed=True) as sub:
+                events = sub.__aiter__()
+                open(p["ready"], "w").close()
+                await asyncio.wait_for(events.__anext__(), timeout=seconds)
+                out["changed"] += 1
+    return out
+
+
 async def scenario_tasks(opts, p):
     async with client(opts) as c:
         return {"results": [result_json(await c.call_tool(tool, args)) for tool, args in p["calls"]]}
@@ -537,6 +577,7 @@ SCENARIOS = {
     "stdio_stop": scenario_stdio_stop,
     "sessions": scenario_sessions,
     "list_changed": scenario_list_changed,
+    "notified": scenario_notified,
     "tasks": scenario_tasks,
     "groups": scenario_groups,
     "log_messages": scenario_log_messages,

@@ -404,3 +404,50 @@ fn the_replicas_are_listed_from_the_store_and_a_clash_or_another_policy_is_told(
     let ids: Vec<String> = status().iter().map(|r| r["id"].as_str().unwrap().to_string()).collect();
     assert_eq!(ids, ["r-a"]);
 }
+
+/// Tool-list changes and reload errors across replicas (issue #31): a
+/// plugin added to C's watched folder reaches the clients listening on A
+/// (both protocol generations: their next request may reach C), and C's
+/// reload error reaches a 2025-11-25 session held on A as a log message,
+/// once. A has no plugin folder of its own.
+#[test]
+fn a_change_of_one_replicas_tools_reaches_the_listeners_of_another() {
+    use toolhost_e2e::mcp::client_command;
+    let Some(py) = mcp_python() else { return };
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = redis_settings(&scratch, &server, "fanout", &extra);
+    let plugins = scratch.outside("c-plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let a = HttpServer::start_with(&scratch, &["--config", config.to_str().unwrap()], &["--replica-id", "a"]);
+    let c_global = ["--config", config.to_str().unwrap(), "--plugins", plugins.to_str().unwrap()];
+    let _c = HttpServer::start_with(&scratch, &c_global, &["--replica-id", "c", "--watch"]);
+    // Two tools of their own names: a second copy of one would clash.
+    for (mode, guest) in [("legacy", "echo"), ("auto", "counter")] {
+        let ready = scratch.outside(&format!("listening-{mode}"));
+        let logs = if mode == "legacy" { 1 } else { 0 };
+        let params = json!({"ready": ready, "logs": logs, "level": "error"});
+        let listener = client_command(py, &scratch, &a.transport(None), mode, "notified", &params)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for("the client to listen on A", Duration::from_secs(60), || ready.exists());
+        std::fs::copy(toolhost_e2e::guest(guest), plugins.join(format!("{guest}.wasm"))).unwrap();
+        if mode == "legacy" {
+            std::fs::write(plugins.join("broken.wasm"), b"\0asm not a component").unwrap();
+        }
+        let out = listener.wait_with_output().unwrap();
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{mode}: the listener on A was not told: {stdout}\n{stderr}");
+        let got: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(got["changed"], 1, "{mode}: {got}");
+        if mode == "legacy" {
+            let logs = got["logs"].as_array().unwrap();
+            assert_eq!(logs.len(), 1, "the reload error once: {got}");
+            assert_eq!(logs[0]["logger"], "toolhost.reload", "{got}");
+            assert!(logs[0]["data"]["file"].as_str().unwrap().ends_with("broken.wasm"), "{got}");
+        }
+    }
+}
