@@ -159,10 +159,12 @@ fn has_an_unusual_here_document(src: &str) -> bool {
     let mut from = 0;
     while let Some(doc) = next_here_document(src, from) {
         let line_end = src[doc.end..].find('\n').map_or(src.len(), |n| doc.end + n);
+        let rest = &src[doc.end..line_end];
         if !is_plain_here_document_tag(doc.tag)
             || !closes_here_document(&src[doc.end..], doc.tag, doc.strip_tabs)
-            || first_line_may_run_on(&src[doc.end..line_end])
+            || first_line_may_run_on(rest)
             || open_expansions(&src[..doc.at])[PARAMETER] > 0
+            || (inside_brackets(&without_here_document_bodies(&src[..doc.at])) && rest.contains(BRACKETS))
         {
             return true;
         }
@@ -172,6 +174,37 @@ fn has_an_unusual_here_document(src: &str) -> bool {
     // counting it closed an expansion that the tokenizer then ran off the
     // end of the input to close (fuzzed: `$(<<c`, then `)` and `c`).
     from > 0 && open_expansions(&without_here_document_bodies(src)).iter().any(|&depth| depth > 0)
+}
+
+/// The characters that open or close a bracket, an expansion or a
+/// command substitution.
+const BRACKETS: [char; 8] = ['(', ')', '[', ']', '{', '}', '$', '`'];
+
+/// Whether `text` ends inside a bracket of any kind, bare or of an
+/// expansion (escaped ones aside). A here-document begun there with
+/// brackets on the rest of its first line makes the tokenizer look for the
+/// enclosing bracket's end through the document (fuzzed: `$(<<c<$[)]`,
+/// then `c`: the `)` inside `$[…]` ended the `$(`), so it is not parsed;
+/// the usual `"$(cat <<'EOF'` with nothing after the tag still is.
+fn inside_brackets(text: &str) -> bool {
+    let mut open = [0usize; 3];
+    let mut escaped = false;
+    for b in text.bytes() {
+        if std::mem::take(&mut escaped) {
+            continue;
+        }
+        match b {
+            b'\\' => escaped = true,
+            b'(' => open[0] += 1,
+            b'[' => open[1] += 1,
+            b'{' => open[2] += 1,
+            b')' => open[0] = open[0].saturating_sub(1),
+            b']' => open[1] = open[1].saturating_sub(1),
+            b'}' => open[2] = open[2].saturating_sub(1),
+            _ => {}
+        }
+    }
+    open.iter().any(|&depth| depth > 0)
 }
 
 /// A here-document's start in a command's text: `<<` or `<<-`, then its
@@ -1262,6 +1295,9 @@ mod tests {
         assert!(parser_would_choke("$(<<c<$[\u{e}]\nc"), "inside a $( never closed");
         assert!(!parser_would_choke("x=$(cat <<c\nhi\nc\n)"), "inside a $( that closes");
         assert!(parser_would_choke("$(<<c\n)\nc"), "closed only by a bracket in the body");
+        assert!(parser_would_choke("$(<<c<$[)]\nc"), "a bracket on the first line inside an open one");
+        assert!(parser_would_choke("( cat <<EOF > ${out}\nhi\nEOF\n)"));
+        assert!(!parser_would_choke("( cat <<EOF > out\nhi\nEOF\n)"), "nothing after the tag that brackets");
         let commit = "git commit -m \"$(cat <<'EOF'\nfix(parser): a [bracket] {here}\nEOF\n)\"";
         assert!(!parser_would_choke(commit), "brackets in a body inside $( are text");
         assert!(parser_would_choke("cat <<EOF x\\\nhi\nEOF"));
