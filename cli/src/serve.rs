@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
-use toolhost::coordination::{EventBus, ReplicaRegistry};
+use toolhost::coordination::ReplicaRegistry;
 use toolhost::presence::{Presence, PresenceOptions};
 use toolhost::settings::StoreKind;
 use toolhost::state::{MemoryStore, StateStore};
@@ -37,25 +37,27 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
     let shared = crate::state_store::shared(host.settings(), true).await?;
     let store: Option<Arc<dyn StateStore>> = shared.clone().map(|s| s as Arc<dyn StateStore>);
     let registry: Option<Arc<dyn ReplicaRegistry>> = shared.clone().map(|s| s as Arc<dyn ReplicaRegistry>);
-    let shared_events: Option<Arc<dyn EventBus>> = shared.clone().map(|s| s as Arc<dyn EventBus>);
     let states = match (&args.session, store) {
         (Some(name), store) => {
             let state = call::open_session_in(host.settings(), store, name).await?;
             SessionStates::shared(state.store().clone(), state.key().clone())
         }
-        (None, Some(store)) => SessionStates::per_session(store),
+        (None, Some(store)) => SessionStates::per_session(store).across_processes(),
         (None, None) => SessionStates::per_session(Arc::new(MemoryStore::default())),
     };
     let watcher = if args.watch || host.settings().watch { Some(watch(&host).await?) } else { None };
-    let front = match (shared, keyring) {
-        (Some(shared), Some(keyring)) => McpFront::for_deployment(host, states, shared, &keyring)?,
+    let session_idle = std::time::Duration::from_millis(host.settings().state.session_idle_ms);
+    let front = match (&shared, keyring) {
+        (Some(shared), Some(keyring)) => {
+            let front = McpFront::for_deployment(host, states, shared.clone(), &keyring)?;
+            front.share_events(shared.clone());
+            front.share_sessions(shared.clone(), &keyring, session_idle);
+            front
+        }
         _ => McpFront::new(host, states)?,
     };
     if let Some((watcher, _)) = &watcher {
         front.forward_reload_errors(watcher.reload_errors());
-    }
-    if let Some(shared) = &shared_events {
-        front.share_events(shared.clone());
     }
     let presence = match &registry {
         Some(registry) => Some(announce(front.host(), registry.clone(), watcher.as_ref().map(|(w, _)| w)).await?),

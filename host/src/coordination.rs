@@ -1,8 +1,9 @@
 //! What the processes of one deployment must agree on besides agent state:
 //! the single-use nonces of pending questions ([`NonceStore`]), the rules
 //! remembered by "allow and remember" ([`RuleStore`]), who is serving
-//! ([`ReplicaRegistry`]) and what one process tells the others
-//! ([`EventBus`]). A sealed
+//! ([`ReplicaRegistry`]), what one process tells the others
+//! ([`EventBus`]), small records with a lifetime ([`RecordStore`]) and
+//! append-only logs of events per stream ([`EventLog`]). A sealed
 //! request state (an MCP 2026-07-28 ask) proves only that a process of the
 //! deployment made it; its nonce makes it answerable once, by whichever
 //! process the answer reaches. [`MemoryNonces`] keeps them in this process;
@@ -15,10 +16,14 @@ use std::time::{Duration, Instant};
 use crate::state::StateError;
 use crate::sync::MutexExt;
 
+mod event_log;
 mod events;
+mod records;
 mod replicas;
 
+pub use event_log::{EventLog, LoggedEvent, MAX_LOGGED_EVENTS, MemoryEventLog};
 pub use events::{BusMessage, EventBus, MAX_MESSAGE_BYTES};
+pub use records::{MemoryRecords, RecordStore};
 pub use replicas::{MemoryReplicas, ReplicaRecord, ReplicaRegistry};
 
 /// The most questions a store holds pending at once by default: past it a

@@ -3,7 +3,8 @@
 //! every replica is sent `tools/list_changed`: the client's next request
 //! may reach the replica that changed), and a watched file failed to reload
 //! (a log message to each 2025-11-25 session at its level, once per file,
-//! digest and error however many replicas report it). A lost link to the
+//! digest and error however many replicas report it), and a client deleted
+//! its session (every replica closes its worker of it). A lost link to the
 //! bus counts as a change of everything (a missed change is never silent).
 //!
 //! The bus is the shared store, part of the trust base; still, a message is
@@ -30,7 +31,14 @@ enum Event {
     ToolsChanged,
     /// A watched file of the sender failed to reload.
     ReloadError { status: FileStatus },
+    /// A client deleted its 2025-11-25 session through the sender: every
+    /// replica closes its worker of it. The session by its SHA-256.
+    SessionEnded { session: String },
 }
+
+/// What closes this process's worker of a deleted session (given its
+/// SHA-256), set by the HTTP transport that holds the workers.
+pub(crate) type CloseSession = Arc<dyn Fn(String) + Send + Sync>;
 
 /// The fan-out of one front: remote tool-set changes as a generation its
 /// listeners follow, and the reload errors reported so far.
@@ -40,6 +48,8 @@ pub(crate) struct Fanout {
     remote_changes: tokio::sync::watch::Sender<u64>,
     /// The reload errors sent to clients lately, by file, digest and error.
     reported: Mutex<VecDeque<String>>,
+    /// Closes a local worker of a session another replica deleted.
+    close_session: std::sync::OnceLock<CloseSession>,
 }
 
 impl Fanout {
@@ -48,7 +58,20 @@ impl Fanout {
             bus: Mutex::new(None),
             remote_changes: tokio::sync::watch::channel(0).0,
             reported: Mutex::new(VecDeque::new()),
+            close_session: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets what closes a local worker of a session another replica
+    /// deleted (the HTTP transport's).
+    pub(crate) fn on_session_ended(&self, close: CloseSession) {
+        let _ = self.close_session.set(close);
+    }
+
+    /// Tells the other replicas that the session of SHA-256 `digest` was
+    /// deleted here.
+    pub(crate) async fn publish_session_ended(&self, digest: &str) {
+        self.publish(&Event::SessionEnded { session: digest.to_string() }).await;
     }
 
     /// The other replicas' tool-set changes, for a listener to follow.
@@ -116,6 +139,11 @@ impl crate::McpFront {
                                     && let Some(message) = crate::logs::reload_error(&status)
                                 {
                                     shared.logs.send(message);
+                                }
+                            }
+                            Ok(Event::SessionEnded { session }) => {
+                                if let Some(close) = shared.fanout.close_session.get() {
+                                    close(session);
                                 }
                             }
                             Err(e) => tracing::debug!("a message on the deployment's bus is not one toolhost sends: {e}"),

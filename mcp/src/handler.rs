@@ -37,7 +37,7 @@ pub struct McpFront {
 
 pub(crate) struct Shared {
     pub(crate) host: Toolhost,
-    states: SessionStates,
+    pub(crate) states: SessionStates,
     rounds: Rounds,
     /// Fired by [`McpFront::stop_new_work`]: no new calls, listeners end.
     pub(crate) stopping: CancellationToken,
@@ -47,6 +47,8 @@ pub(crate) struct Shared {
     pub(crate) logs: Logs,
     /// What the other replicas of the deployment report ([`McpFront::share_events`]).
     pub(crate) fanout: crate::fanout::Fanout,
+    /// The records that let any replica take a session ([`McpFront::share_sessions`]).
+    pub(crate) sessions: std::sync::OnceLock<crate::shared_sessions::SharedSessions>,
 }
 
 impl McpFront {
@@ -76,8 +78,39 @@ impl McpFront {
             calls: TaskTracker::new(),
             logs: Logs::new(),
             fanout: crate::fanout::Fanout::new(),
+            sessions: std::sync::OnceLock::new(),
         });
         Ok(Self { session: Arc::new(SessionGuard::new(states)), shared, log_level: Arc::default() })
+    }
+
+    /// Lets any replica of the deployment take this front's 2025-11-25
+    /// sessions over HTTP: their `initialize` parameters are kept in `store`
+    /// for `idle` without use (renewed while used), a replica that never saw
+    /// a session restores it from there, their streams' events are kept
+    /// there sealed with `keyring` (a stream cut on one replica resumes on
+    /// another), and a `DELETE` through any replica ends a session on all
+    /// ([`McpFront::share_events`] carries that).
+    /// The states should outlive this process's workers
+    /// ([`SessionStates::across_processes`]). Set before serving.
+    pub fn share_sessions<S>(&self, store: Arc<S>, keyring: &Keyring, idle: std::time::Duration)
+    where
+        S: toolhost::coordination::RecordStore + toolhost::coordination::EventLog,
+    {
+        let events = Arc::new(crate::http::event_log::SharedEvents::new(store.clone(), keyring, idle));
+        let _ = self.shared.sessions.set(crate::shared_sessions::SharedSessions::new(store, events, idle));
+    }
+
+    /// The shared log of the sessions' events, when sessions are shared.
+    pub(crate) fn event_store(&self) -> Option<Arc<dyn rmcp::transport::streamable_http_server::session::EventStore>> {
+        Some(self.shared.sessions.get()?.events.clone())
+    }
+
+    /// rmcp's session store over the shared records, when they are shared.
+    pub(crate) fn session_store(
+        &self,
+    ) -> Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>> {
+        self.shared.sessions.get()?;
+        Some(Arc::new(crate::shared_sessions::RestorableSessions(self.shared.clone())))
     }
 
     /// The same host for a new MCP session, with a state of its own (the
@@ -166,9 +199,15 @@ fn is_2026(ctx: &RequestContext<RoleServer>) -> bool {
 /// Who makes a request, for the audit log: the transport, the protocol
 /// version, and a digest of the HTTP session's id (never the id: whoever
 /// reads it could act in the session).
+/// The `Mcp-Session-Id` of a 2025-11-25 HTTP request (none over stdio).
+fn session_id(ctx: &RequestContext<RoleServer>) -> Option<&str> {
+    let http = ctx.extensions.get::<axum::http::request::Parts>()?;
+    http.headers.get("mcp-session-id")?.to_str().ok()
+}
+
 fn caller(ctx: &RequestContext<RoleServer>) -> Caller {
     let http = ctx.extensions.get::<axum::http::request::Parts>();
-    let session = http.and_then(|parts| parts.headers.get("mcp-session-id")).map(|id| {
+    let session = session_id(ctx).map(|id| {
         let digest = Sha256::digest(id.as_bytes());
         format!("sha256:{}", hex::encode(&digest[..8]))
     });
@@ -366,7 +405,14 @@ impl McpFront {
     /// by sessionless (2026-07-28) requests.
     fn session_state(&self, ctx: &RequestContext<RoleServer>) -> toolhost::state::AgentState {
         let states = &self.shared.states;
-        states.state(if is_2026(ctx) { states.sessionless_key() } else { self.session.key.clone() })
+        if is_2026(ctx) {
+            return states.state(states.sessionless_key());
+        }
+        let session_id = session_id(ctx);
+        if let (Some(id), Some(sessions)) = (session_id, self.shared.sessions.get()) {
+            sessions.keep(id);
+        }
+        states.state(self.session.key(session_id))
     }
 
     /// The answers so far of a 2026-07-28 retry: opens its sealed state

@@ -22,6 +22,7 @@ mod keyring;
 mod logs;
 mod metrics;
 pub mod session;
+mod shared_sessions;
 mod tools;
 mod trace_context;
 pub mod upstream;

@@ -316,3 +316,15 @@ return 0
 ",
     )
 });
+
+/// Appends to an event log: KEYS the stream's key; ARGV the data, the most
+/// entries kept, the lifetime in ms. Returns the entry's id.
+pub(crate) static APPEND_EVENT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'd', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return id
+",
+    )
+});

@@ -10,8 +10,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Script};
 use tokio::sync::watch;
 use toolhost::coordination::{
-    BusMessage, EventBus, MAX_MESSAGE_BYTES, NonceStore, RememberedRule, ReplicaRecord, ReplicaRegistry, RuleStore,
-    too_many_questions,
+    BusMessage, EventBus, EventLog, LoggedEvent, MAX_LOGGED_EVENTS, MAX_MESSAGE_BYTES, NonceStore, RecordStore,
+    RememberedRule, ReplicaRecord, ReplicaRegistry, RuleStore, too_many_questions,
 };
 use toolhost::state::{
     CachedFile, MAX_CACHE_BYTES, MAX_CACHE_FILES, StateBounds, StateData, StateError, StateFull, StateKey, StateStore,
@@ -513,5 +513,49 @@ impl EventBus for RedisStore {
 
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<BusMessage> {
         self.bus.subscribe()
+    }
+}
+
+#[async_trait::async_trait]
+impl RecordStore for RedisStore {
+    async fn put_record(&self, key: &str, value: &str, ttl: Duration) -> Result<(), StateError> {
+        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        self.query::<()>(redis::cmd("SET").arg(format!("{}:record:{key}", self.prefix)).arg(value).arg("PX").arg(ttl))
+            .await
+    }
+
+    async fn record(&self, key: &str, ttl: Duration) -> Result<Option<String>, StateError> {
+        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        self.query(redis::cmd("GETEX").arg(format!("{}:record:{key}", self.prefix)).arg("PX").arg(ttl)).await
+    }
+
+    async fn drop_record(&self, key: &str) -> Result<bool, StateError> {
+        let removed: i64 = self.query(redis::cmd("DEL").arg(format!("{}:record:{key}", self.prefix))).await?;
+        Ok(removed == 1)
+    }
+}
+
+#[async_trait::async_trait]
+impl EventLog for RedisStore {
+    async fn append(&self, stream: &str, data: &[u8], ttl: Duration) -> Result<String, StateError> {
+        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let mut invocation = scripts::APPEND_EVENT.prepare_invoke();
+        invocation.key(format!("{}:events:{stream}", self.prefix)).arg(data).arg(MAX_LOGGED_EVENTS).arg(ttl);
+        let mut connection = self.connection.clone();
+        bounded(&self.server, self.timeout, invocation.invoke_async(&mut connection)).await
+    }
+
+    async fn read_after(&self, stream: &str, after: &str, max: usize) -> Result<Vec<LoggedEvent>, StateError> {
+        let key = format!("{}:events:{stream}", self.prefix);
+        let reply: redis::streams::StreamRangeReply =
+            self.query(redis::cmd("XRANGE").arg(key).arg(format!("({after}")).arg("+").arg("COUNT").arg(max)).await?;
+        Ok(reply
+            .ids
+            .into_iter()
+            .filter_map(|entry| {
+                let data: Vec<u8> = entry.get("d")?;
+                Some(LoggedEvent { id: entry.id, data })
+            })
+            .collect())
     }
 }

@@ -109,6 +109,19 @@ impl RedisServer {
         options
     }
 
+    /// The keys matching `pattern` (`redis-cli --scan`), sorted.
+    pub fn keys(&self, pattern: &str) -> Vec<String> {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-p", &self.port.to_string(), "--no-auth-warning", "--scan", "--pattern", pattern])
+            .env("REDISCLI_AUTH", &self.password)
+            .output()
+            .expect("running redis-cli");
+        assert!(out.status.success(), "redis-cli: {}", String::from_utf8_lossy(&out.stderr));
+        let mut keys: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+        keys.sort();
+        keys
+    }
+
     /// What it logged.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()

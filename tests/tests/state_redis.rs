@@ -451,3 +451,120 @@ fn a_change_of_one_replicas_tools_reaches_the_listeners_of_another() {
         }
     }
 }
+
+/// 2025-11-25 sessions on any replica (issue #31): a session initialised
+/// on A takes its next request on B (restored from the shared record, in
+/// the same agent state), two sessions never see each other's tasks, and a
+/// DELETE through B ends the session on A too, its keys gone.
+#[test]
+fn a_session_begun_on_one_replica_is_taken_by_another_and_deleted_through_any() {
+    use toolhost_e2e::mcp::raw;
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = redis_settings(&scratch, &server, "sessions", &extra);
+    let global = ["--config", config.to_str().unwrap(), "--allow", "TaskCreate", "--allow", "TaskList"];
+    let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "a"]);
+    let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
+    let (a, b) = (a.addr(), b.addr());
+    let call = |addr: &str, session: &str, tool: &str, args: Value| -> (u16, String) {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}})
+        .to_string();
+        let (answer, _) = raw::exchange(addr, &raw::in_session(addr, session, "POST", &body));
+        let reply = raw::reply(&answer).unwrap_or_default();
+        assert!(reply["result"]["isError"] != true, "{tool} on {addr}: {answer}");
+        (raw::status(&answer), reply["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string())
+    };
+
+    let session = raw::initialize(&a);
+    let made = json!({"subject": "made on B", "description": "d"});
+    assert_eq!(call(&b, &session, "TaskCreate", made).0, 200, "B takes a session it never saw");
+    let (status, listed) = call(&a, &session, "TaskList", json!({}));
+    assert_eq!(status, 200);
+    assert!(listed.contains("made on B"), "A lists what B made in the session: {listed}");
+    let other = raw::initialize(&b);
+    let (_, listed) = call(&a, &other, "TaskList", json!({}));
+    assert!(!listed.contains("made on B"), "another session's tasks: {listed}");
+
+    let (answer, _) = raw::exchange(&b, &raw::in_session(&b, &session, "DELETE", ""));
+    assert!(raw::status(&answer) < 300, "DELETE through B: {answer}");
+    let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}).to_string();
+    wait_for("A to end the deleted session", Duration::from_secs(10), || {
+        let (answer, _) = raw::exchange(&a, &raw::in_session(&a, &session, "POST", &body));
+        raw::status(&answer) == 404
+    });
+    let (answer, _) = raw::exchange(&b, &raw::in_session(&b, &session, "POST", &body));
+    assert_eq!(raw::status(&answer), 404, "B too: {answer}");
+    let state = format!("sessions:state:{}:*", toolhost::state::StateKey::of_session(&session));
+    assert!(server.keys(&state).is_empty(), "the session's state is gone: {:?}", server.keys("sessions:*"));
+    assert_eq!(server.keys("sessions:record:mcp-session:*").len(), 1, "the other session's record stays");
+}
+
+/// Reads from `stream` until `done` holds for what came so far (at most
+/// 30 s); returns it.
+fn read_until(stream: &mut std::net::TcpStream, done: impl Fn(&str) -> bool) -> String {
+    use std::io::Read as _;
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !done(&String::from_utf8_lossy(&got)) {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// A stream cut on one replica resumes on another (issue #31): a call's
+/// response stream is cut on A after its first event, and a `GET` with
+/// `Last-Event-ID` on B (which never saw the session) gets the rest, the
+/// call's result included; the events in Redis are sealed (no output in
+/// clear there).
+#[test]
+fn a_stream_cut_on_one_replica_resumes_on_another_with_the_result() {
+    use std::io::Write as _;
+    use toolhost_e2e::mcp::raw;
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = redis_settings(&scratch, &server, "resume", &extra);
+    let global = ["--config", config.to_str().unwrap(), "--allow", "Bash"];
+    let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "a"]);
+    let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
+    let (a, b) = (a.addr(), b.addr());
+    let session = raw::initialize(&a);
+    let body = json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+        "params": {"name": "Bash", "arguments": {"command": "sleep 2; echo secret-output-$((6*7))"}}})
+    .to_string();
+    let mut cut = std::net::TcpStream::connect(&a).unwrap();
+    cut.write_all(&raw::in_session(&a, &session, "POST", &body)).unwrap();
+    let first = read_until(&mut cut, |got| got.lines().any(|l| l.starts_with("id:")));
+    let last_id =
+        first.lines().find_map(|l| l.strip_prefix("id:")).expect("a first event with an id").trim().to_string();
+    assert!(!first.contains("secret-output"), "cut before the answer: {first}");
+    drop(cut);
+
+    let get = raw::head(
+        &b,
+        "GET",
+        &[("Mcp-Session-Id", &session), ("MCP-Protocol-Version", raw::LEGACY), ("Last-Event-ID", &last_id)],
+    );
+    let mut resumed = std::net::TcpStream::connect(&b).unwrap();
+    resumed.write_all(&get).unwrap();
+    let rest = read_until(&mut resumed, |got| got.contains("secret-output-42"));
+    assert!(rest.contains("secret-output-42"), "B resumed A's stream with the result: {rest}");
+    assert!(rest.contains("\"id\":41"), "{rest}");
+
+    let logs = server.keys("resume:events:*");
+    assert!(!logs.is_empty(), "the events are kept in Redis");
+    let dump = std::process::Command::new("redis-cli")
+        .args(["-p", &server.url().rsplit(':').next().unwrap().trim_end_matches("/0").to_string(), "--no-auth-warning"])
+        .args(["XRANGE", &logs[0], "-", "+"])
+        .env("REDISCLI_AUTH", &server.password)
+        .output()
+        .unwrap();
+    let dump = String::from_utf8_lossy(&dump.stdout);
+    assert!(!dump.contains("secret-output") && !dump.contains("sleep 2"), "sealed: {dump}");
+}

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost::coordination::{
-    MemoryNonces, MemoryReplicas, NonceStore, RememberedRule, ReplicaRecord, ReplicaRegistry, RuleStore,
+    EventLog, MemoryEventLog, MemoryNonces, MemoryRecords, MemoryReplicas, NonceStore, RecordStore, RememberedRule,
+    ReplicaRecord, ReplicaRegistry, RuleStore,
 };
 use toolhost::state::{
     AgentState, CachedFile, FileStore, MAX_CACHE_BYTES, MAX_CACHE_FILES, MemoryStore, ReadForm, StateBounds,
@@ -288,6 +289,46 @@ async fn replica_contract(registry: Arc<dyn ReplicaRegistry>) {
     assert_eq!(registry.heartbeat(&record("r2", "i4"), ttl).await.unwrap(), None, "an expired holder is no clash");
     registry.leave("r1", "i3").await.unwrap();
     assert_eq!(ids(registry.replicas().await.unwrap()), ["r2"]);
+}
+
+/// What every record store and event log does the same: a record lives
+/// for its lifetime, renewed when read, and is dropped once; an event log
+/// gives the entries after one, in order, only of its own stream, and is
+/// gone after its lifetime.
+async fn records_and_events_contract(records: Arc<dyn RecordStore>, events: Arc<dyn EventLog>) {
+    let short = Duration::from_millis(300);
+    records.put_record("r", "one", short).await.unwrap();
+    assert_eq!(records.record("r", Duration::from_secs(60)).await.unwrap().as_deref(), Some("one"));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(records.record("r", short).await.unwrap().as_deref(), Some("one"), "renewed when read");
+    assert!(records.drop_record("r").await.unwrap());
+    assert!(!records.drop_record("r").await.unwrap(), "dropped once");
+    records.put_record("gone", "x", Duration::from_millis(100)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(records.record("gone", short).await.unwrap(), None);
+
+    let first = events.append("s1", b"\x00binary one", Duration::from_secs(60)).await.unwrap();
+    let second = events.append("s1", b"two", Duration::from_secs(60)).await.unwrap();
+    events.append("s2", b"other", Duration::from_secs(60)).await.unwrap();
+    let after_first = events.read_after("s1", &first, 10).await.unwrap();
+    assert_eq!(after_first.iter().map(|e| e.data.as_slice()).collect::<Vec<_>>(), [b"two".as_slice()]);
+    assert_eq!(after_first[0].id, second);
+    assert!(events.read_after("s1", &second, 10).await.unwrap().is_empty());
+    events.append("brief", b"x", Duration::from_millis(100)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(events.read_after("brief", "0", 10).await.unwrap().is_empty(), "gone after its lifetime");
+}
+
+#[tokio::test]
+async fn memory_records_and_events_keep_the_contract() {
+    records_and_events_contract(Arc::new(MemoryRecords::default()), Arc::new(MemoryEventLog::default())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_records_and_events_keep_the_contract() {
+    let Some(server) = RedisServer::start() else { return };
+    let store = Arc::new(RedisStore::connect(&server.options("records")).await.unwrap());
+    records_and_events_contract(store.clone(), store).await;
 }
 
 #[tokio::test]

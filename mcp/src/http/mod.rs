@@ -13,6 +13,7 @@
 //! call needs.
 
 mod deadline;
+pub(crate) mod event_log;
 mod guard;
 mod health;
 mod origin;
@@ -169,18 +170,27 @@ pub async fn serve_http(
     let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string(), addr.ip().to_string()];
     hosts.extend(options.allowed_hosts.iter().cloned());
     // toolhost checks the origin first (exactly); rmcp checks it again.
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins.for_rmcp())
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_cancellation_token(cancel.child_token());
-    let sessions = BoundedSessions::new(SessionLimits {
+    let limits = SessionLimits {
         max: options.max_sessions,
         unused_timeout: options.unused_session_timeout,
         idle_timeout: options.session_idle_timeout,
-    });
+    };
+    let sessions = BoundedSessions::new(limits, front.event_store());
     tokio::spawn(sessions.clone().close_unused(cancel.clone()));
+    // Sessions any replica can take: restored from the shared records,
+    // closed here when another replica deletes them.
+    config.session_store = front.session_store();
+    let closing = sessions.clone();
+    front.shared.fanout.on_session_ended(Arc::new(move |digest| {
+        let sessions = closing.clone();
+        tokio::spawn(async move { sessions.close_by_digest(&digest).await });
+    }));
     if let Some(telemetry) = front.host().telemetry() {
         sessions.count_in(telemetry.metrics().clone());
     }

@@ -93,8 +93,13 @@ pub(crate) fn full_message(max: usize) -> String {
 }
 
 impl BoundedSessions {
-    pub(crate) fn new(limits: SessionLimits) -> Arc<Self> {
+    /// Sessions within `limits`, their events kept in `events` when given
+    /// (a deployment's shared log, so that any replica resumes a stream).
+    pub(crate) fn new(limits: SessionLimits, events: Option<Arc<dyn EventStore>>) -> Arc<Self> {
         let mut inner = LocalSessionManager::default();
+        if let Some(events) = events {
+            inner = inner.with_event_store(events);
+        }
         inner.session_config.keep_alive = Some(limits.idle_timeout);
         Arc::new(Self { inner, limits, table: Arc::default(), metrics: Default::default() })
     }
@@ -168,6 +173,19 @@ impl BoundedSessions {
     async fn close_inner(&self, id: &SessionId) {
         if let Err(e) = self.inner.close_session(id).await {
             tracing::warn!("closing MCP session failed: {e}");
+        }
+    }
+
+    /// Closes the worker of the session whose id has the SHA-256 `digest`
+    /// (another replica deleted it), if this process has one.
+    pub(crate) async fn close_by_digest(&self, digest: &str) {
+        let id = {
+            let table = self.table.lock_unpoisoned();
+            table.live.keys().find(|id| crate::shared_sessions::digest(id) == digest).cloned()
+        };
+        if let Some(id) = id {
+            self.table.lock_unpoisoned().live.remove(&id);
+            self.close_inner(&id).await;
         }
     }
 
@@ -286,8 +304,21 @@ impl SessionManager for BoundedSessions {
         Ok(Tracked { inner: Box::pin(stream), _busy: busy })
     }
 
+    /// A session another replica began (its record in the shared store),
+    /// taken here: bounded as a new one is, and counted used.
     async fn restore_session(&self, id: SessionId) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        Ok(self.inner.restore_session(id).await?)
+        if let Some(evicted) = self.reserve()? {
+            tracing::debug!("evicting the MCP session idle longest to make room");
+            self.close_inner(&evicted).await;
+        }
+        let restored = self.inner.restore_session(id.clone()).await;
+        let mut table = self.table.lock_unpoisoned();
+        table.creating -= 1;
+        let restored = restored?;
+        if matches!(restored, RestoreOutcome::Restored(_)) {
+            table.live.insert(id, Use { last: Instant::now(), used: true, busy: 0 });
+        }
+        Ok(restored)
     }
 
     fn event_store(&self) -> Option<Arc<dyn EventStore>> {
@@ -305,7 +336,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_bound_evicts_unused_then_the_idlest_and_never_a_busy_session() {
-        let sessions = BoundedSessions::new(limits(3));
+        let sessions = BoundedSessions::new(limits(3), None);
         let live = |want: &[&SessionId]| {
             let mut live = sessions.live();
             live.sort();
@@ -335,7 +366,7 @@ mod tests {
 
     #[tokio::test]
     async fn when_every_session_is_busy_there_is_no_room() {
-        let sessions = BoundedSessions::new(limits(2));
+        let sessions = BoundedSessions::new(limits(2), None);
         let a = sessions.create_session().await.unwrap().0;
         let b = sessions.create_session().await.unwrap().0;
         let (held_a, held_b) = (sessions.busy(&a), sessions.busy(&b));
@@ -349,7 +380,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_unused_session_is_closed_after_its_time_and_a_used_one_is_kept() {
-        let sessions = BoundedSessions::new(SessionLimits { unused_timeout: Duration::from_millis(50), ..limits(10) });
+        let sessions =
+            BoundedSessions::new(SessionLimits { unused_timeout: Duration::from_millis(50), ..limits(10) }, None);
         let unused = sessions.create_session().await.unwrap().0;
         let used = sessions.create_session().await.unwrap().0;
         drop(sessions.busy(&used));
