@@ -173,7 +173,45 @@ fn has_an_unusual_here_document(src: &str) -> bool {
     // Counted without the documents' bodies: a bracket there is text, and
     // counting it closed an expansion that the tokenizer then ran off the
     // end of the input to close (fuzzed: `$(<<c`, then `)` and `c`).
-    from > 0 && open_expansions(&without_here_document_bodies(src)).iter().any(|&depth| depth > 0)
+    if from == 0 {
+        return false;
+    }
+    let bodyless = without_here_document_bodies(src);
+    open_expansions(&bodyless).iter().any(|&depth| depth > 0) || brackets_interleave(&bodyless)
+}
+
+/// Whether a bracket in `text` closes one of another kind (escaped ones
+/// aside): `$[)]` ends an enclosing `$(` inside the `$[…]` for the
+/// tokenizer, which then read a here-document after it off the end of the
+/// input (fuzzed: `$($[)]<<c`, then `)` and `c`). A closer with nothing
+/// open (`case a)`) is not counted.
+fn brackets_interleave(text: &str) -> bool {
+    let mut open = Vec::new();
+    let mut escaped = false;
+    for b in text.bytes() {
+        if std::mem::take(&mut escaped) {
+            continue;
+        }
+        let opener = match b {
+            b'\\' => {
+                escaped = true;
+                continue;
+            }
+            b'(' | b'[' | b'{' => {
+                open.push(b);
+                continue;
+            }
+            b')' => b'(',
+            b']' => b'[',
+            b'}' => b'{',
+            _ => continue,
+        };
+        match open.pop() {
+            Some(top) if top != opener => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The characters that open or close a bracket, an expansion or a
@@ -1296,6 +1334,9 @@ mod tests {
         assert!(!parser_would_choke("x=$(cat <<c\nhi\nc\n)"), "inside a $( that closes");
         assert!(parser_would_choke("$(<<c\n)\nc"), "closed only by a bracket in the body");
         assert!(parser_would_choke("$(<<c<$[)]\nc"), "a bracket on the first line inside an open one");
+        assert!(parser_would_choke("$($[)]<<c\n)\nc"), "brackets of two kinds interleaved before it");
+        assert!(!parser_would_choke("[[ $(x) ]] && cat <<EOF\nhi\nEOF"), "well nested");
+        assert!(!parser_would_choke("case $a in b) cat <<EOF\nhi\nEOF\n;; esac"), "a closer with nothing open");
         assert!(parser_would_choke("( cat <<EOF > ${out}\nhi\nEOF\n)"));
         assert!(!parser_would_choke("( cat <<EOF > out\nhi\nEOF\n)"), "nothing after the tag that brackets");
         let commit = "git commit -m \"$(cat <<'EOF'\nfix(parser): a [bracket] {here}\nEOF\n)\"";
