@@ -288,10 +288,15 @@ fn next_here_document(src: &str, mut from: usize) -> Option<HereDocument<'_>> {
 }
 
 /// `src` with the body lines of its here-documents (up to and including
-/// each end line) left empty, as far as they end.
+/// each end line) left empty, as far as they end. Only a `<<` the shell
+/// reads as a here-document starts one ([`Quoting`]): one in quotes or a
+/// comment does not, so the lines after it stay and are counted (fuzzed:
+/// `#<<c` or `"<<c`, then `$(<<c`, `)` and `c`: taken for a body, the
+/// `$(` line hid an expansion left open).
 fn without_here_document_bodies(src: &str) -> String {
     let mut out = String::with_capacity(src.len());
     let mut pending: std::collections::VecDeque<(String, bool)> = std::collections::VecDeque::new();
+    let mut quoting = Quoting::default();
     for line in src.split('\n') {
         if let Some((end, strip_tabs)) = pending.front() {
             if if *strip_tabs { line.trim_start_matches('\t') } else { line } == end {
@@ -302,13 +307,85 @@ fn without_here_document_bodies(src: &str) -> String {
         }
         out.push_str(line);
         out.push('\n');
-        let mut from = 0;
-        while let Some(doc) = next_here_document(line, from) {
-            pending.push_back((end_line(doc.tag), doc.strip_tabs));
-            from = doc.end.max(doc.at + 2);
+        for at in quoting.here_document_starts(line) {
+            if let Some(doc) = next_here_document(line, at).filter(|doc| doc.at == at) {
+                pending.push_back((end_line(doc.tag), doc.strip_tabs));
+            }
         }
     }
     out
+}
+
+/// Where a shell is in its quoting, line after line: what it is inside,
+/// innermost last. Enough to tell a here-document's `<<` from one in
+/// quotes, a comment or arithmetic; where it cannot tell, it says "not a
+/// here-document", which only makes the analysis more careful.
+#[derive(Default)]
+struct Quoting {
+    open: Vec<Inside>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inside {
+    Single,
+    Double,
+    Backquote,
+    /// `$(…)` or a bare `(…)`: quoting starts afresh.
+    Parens,
+    /// `$((…))`.
+    Arithmetic,
+}
+
+impl Quoting {
+    /// The offsets in `line` of each `<<` (not `<<<`) that starts a
+    /// here-document: outside quotes, comments and arithmetic. A comment
+    /// ends with the line; quotes go on to the next.
+    fn here_document_starts(&mut self, line: &str) -> Vec<usize> {
+        let bytes = line.as_bytes();
+        let mut starts = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            let top = self.open.last().copied();
+            let next = bytes.get(i + 1).copied();
+            match (top, b) {
+                (Some(Inside::Single), b'\'') => drop(self.open.pop()),
+                (Some(Inside::Single), _) => {}
+                (_, b'\\') => i += 1,
+                (Some(Inside::Double), b'"') | (Some(Inside::Backquote), b'`') => drop(self.open.pop()),
+                (_, b'$') if next == Some(b'(') => {
+                    let arithmetic = bytes.get(i + 2) == Some(&b'(');
+                    self.open.push(if arithmetic { Inside::Arithmetic } else { Inside::Parens });
+                    i += if arithmetic { 2 } else { 1 };
+                }
+                (Some(Inside::Double), _) => {}
+                (Some(Inside::Arithmetic), b')') if next == Some(b')') => {
+                    self.open.pop();
+                    i += 1;
+                }
+                (Some(Inside::Arithmetic), _) => {}
+                (_, b'"') => self.open.push(Inside::Double),
+                (_, b'\'') => self.open.push(Inside::Single),
+                (_, b'`') => self.open.push(Inside::Backquote),
+                (_, b'(') => self.open.push(Inside::Parens),
+                (Some(Inside::Parens), b')') => drop(self.open.pop()),
+                (_, b'#') if i == 0 || bytes[i - 1].is_ascii_whitespace() || b";|&(".contains(&bytes[i - 1]) => {
+                    return starts;
+                }
+                (_, b'<') if next == Some(b'<') => {
+                    if bytes.get(i + 2) == Some(&b'<') {
+                        i += 2;
+                    } else {
+                        starts.push(i);
+                        i += 1;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        starts
+    }
 }
 
 /// The line that ends a here-document with `tag`: the tag without its
@@ -1335,6 +1412,10 @@ mod tests {
         assert!(parser_would_choke("$(<<c\n)\nc"), "closed only by a bracket in the body");
         assert!(parser_would_choke("$(<<c<$[)]\nc"), "a bracket on the first line inside an open one");
         assert!(parser_would_choke("$($[)]<<c\n)\nc"), "brackets of two kinds interleaved before it");
+        assert!(parser_would_choke("#<<c\n$(<<c\n)\nc"), "a << in a comment starts no body");
+        assert!(parser_would_choke("\"<<c\n$(<<c\n)\nc"), "nor one in quotes");
+        let commit = "git commit -m \"$(cat <<'EOF'\nfix(x): a (bracket)\nEOF\n)\" # done";
+        assert!(!parser_would_choke(commit), "a here-document in $( inside quotes is one");
         assert!(!parser_would_choke("[[ $(x) ]] && cat <<EOF\nhi\nEOF"), "well nested");
         assert!(!parser_would_choke("case $a in b) cat <<EOF\nhi\nEOF\n;; esac"), "a closer with nothing open");
         assert!(parser_would_choke("( cat <<EOF > ${out}\nhi\nEOF\n)"));
