@@ -60,7 +60,9 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
         front.forward_reload_errors(watcher.reload_errors());
     }
     let presence = match &registry {
-        Some(registry) => Some(announce(front.host(), registry.clone(), watcher.as_ref().map(|(w, _)| w)).await?),
+        Some(registry) => {
+            Some(register_replica(front.host(), registry.clone(), watcher.as_ref().map(|(w, _)| w)).await?)
+        }
         None => None,
     };
     let grace = seconds("--grace", args.grace)?;
@@ -106,7 +108,7 @@ pub async fn serve(global: &Global, args: ServeArgs) -> Result<u8> {
 
 /// Registers this replica in the shared store, with a heartbeat until it
 /// stops; warns of live replicas that decide under another policy.
-async fn announce(
+async fn register_replica(
     host: &toolhost::Toolhost,
     registry: Arc<dyn ReplicaRegistry>,
     watcher: Option<&toolhost::reload::Watcher>,

@@ -3,8 +3,10 @@
 //! every replica is sent `tools/list_changed`: the client's next request
 //! may reach the replica that changed), and a watched file failed to reload
 //! (a log message to each 2025-11-25 session at its level, once per file,
-//! digest and error however many replicas report it), and a client deleted
-//! its session (every replica closes its worker of it). A lost link to the
+//! digest and error however many replicas report it), a client deleted
+//! its session (every replica closes its worker of it), and a client
+//! answered through this replica what another replica's worker asked
+//! (`http/crossing.rs`: the answer goes to that replica, sealed). A lost link to the
 //! bus counts as a change of everything (a missed change is never silent).
 //!
 //! The bus is the shared store, part of the trust base; still, a message is
@@ -14,6 +16,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
+use rmcp::model::ClientJsonRpcMessage;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast::error::RecvError;
 use toolhost::coordination::{BusMessage, EventBus};
@@ -34,11 +37,22 @@ enum Event {
     /// A client deleted its 2025-11-25 session through the sender: every
     /// replica closes its worker of it. The session by its SHA-256.
     SessionEnded { session: String },
+    /// A client answered, through the sender, a request that the replica
+    /// `owner`'s worker of the session (by its SHA-256) sent; the answer
+    /// sealed with the keyring (base64).
+    Answer { owner: String, session: String, sealed: String },
 }
 
-/// What closes this process's worker of a deleted session (given its
-/// SHA-256), set by the HTTP transport that holds the workers.
-pub(crate) type CloseSession = Arc<dyn Fn(String) + Send + Sync>;
+/// This process's workers of 2025-11-25 sessions, as the HTTP transport
+/// that holds them acts for the other replicas.
+pub(crate) trait LocalSessions: Send + Sync {
+    /// Closes the worker of the session with SHA-256 `digest` (another
+    /// replica deleted it), if there is one.
+    fn close(&self, digest: String);
+    /// Hands `answer` (forwarded by another replica) to the worker of the
+    /// session with SHA-256 `digest`, if there is one.
+    fn deliver(&self, digest: String, answer: ClientJsonRpcMessage);
+}
 
 /// The fan-out of one front: remote tool-set changes as a generation its
 /// listeners follow, and the reload errors reported so far.
@@ -48,8 +62,8 @@ pub(crate) struct Fanout {
     remote_changes: tokio::sync::watch::Sender<u64>,
     /// The reload errors sent to clients lately, by file, digest and error.
     reported: Mutex<VecDeque<String>>,
-    /// Closes a local worker of a session another replica deleted.
-    close_session: std::sync::OnceLock<CloseSession>,
+    /// This process's session workers, for what other replicas send them.
+    local_sessions: std::sync::OnceLock<Arc<dyn LocalSessions>>,
 }
 
 impl Fanout {
@@ -58,14 +72,35 @@ impl Fanout {
             bus: Mutex::new(None),
             remote_changes: tokio::sync::watch::channel(0).0,
             reported: Mutex::new(VecDeque::new()),
-            close_session: std::sync::OnceLock::new(),
+            local_sessions: std::sync::OnceLock::new(),
         }
     }
 
-    /// Sets what closes a local worker of a session another replica
-    /// deleted (the HTTP transport's).
-    pub(crate) fn on_session_ended(&self, close: CloseSession) {
-        let _ = self.close_session.set(close);
+    /// Sets this process's session workers (the HTTP transport's).
+    pub(crate) fn serve_sessions(&self, sessions: Arc<dyn LocalSessions>) {
+        let _ = self.local_sessions.set(sessions);
+    }
+
+    /// Sends `answer`, posted here by a client of the session with SHA-256
+    /// `session`, to the replica `owner` whose worker asked; sealed with
+    /// `sealer` (it may hold what the user typed).
+    pub(crate) async fn forward_answer(
+        &self,
+        sealer: &crate::http::event_log::Sealer,
+        owner: String,
+        session: String,
+        answer: &ClientJsonRpcMessage,
+    ) {
+        use base64::Engine as _;
+        let plain = serde_json::to_vec(answer).expect("an answer serialises");
+        let sealed = match sealer.seal(&answer_binding(&owner, &session), &plain) {
+            Ok(sealed) => base64::engine::general_purpose::STANDARD.encode(sealed),
+            Err(e) => {
+                tracing::warn!("an answer for replica {owner} was not forwarded: {e}");
+                return;
+            }
+        };
+        self.publish(&Event::Answer { owner, session, sealed }).await;
     }
 
     /// Tells the other replicas that the session of SHA-256 `digest` was
@@ -109,6 +144,27 @@ impl Fanout {
     }
 }
 
+/// What a forwarded answer is sealed to: its owner and session, so it
+/// opens for nothing else.
+fn answer_binding(owner: &str, session: &str) -> String {
+    format!("answer\0{owner}\0{session}")
+}
+
+/// A forwarded answer, opened; `None` when it does not open with this
+/// keyring or is not an answer.
+fn open_answer(
+    shared: &crate::handler::Shared,
+    owner: &str,
+    session: &str,
+    sealed: &str,
+) -> Option<ClientJsonRpcMessage> {
+    use base64::Engine as _;
+    let sealer = &shared.sessions.get()?.events.sealer;
+    let sealed = base64::engine::general_purpose::STANDARD.decode(sealed).ok()?;
+    let plain = sealer.open(&answer_binding(owner, session), &sealed)?;
+    serde_json::from_slice(&plain).ok()
+}
+
 impl crate::McpFront {
     /// Shares this front's changes with the other replicas of its
     /// deployment over `bus`, and theirs with its listeners, until the
@@ -142,8 +198,16 @@ impl crate::McpFront {
                                 }
                             }
                             Ok(Event::SessionEnded { session }) => {
-                                if let Some(close) = shared.fanout.close_session.get() {
-                                    close(session);
+                                if let Some(sessions) = shared.fanout.local_sessions.get() {
+                                    sessions.close(session);
+                                }
+                            }
+                            Ok(Event::Answer { owner, session, sealed }) => {
+                                if shared.host.replica_id() == Some(owner.as_str())
+                                    && let Some(answer) = open_answer(&shared, &owner, &session, &sealed)
+                                    && let Some(sessions) = shared.fanout.local_sessions.get()
+                                {
+                                    sessions.deliver(session, answer);
                                 }
                             }
                             Err(e) => tracing::debug!("a message on the deployment's bus is not one toolhost sends: {e}"),

@@ -96,8 +96,32 @@ impl McpFront {
     where
         S: toolhost::coordination::RecordStore + toolhost::coordination::EventLog,
     {
-        let events = Arc::new(crate::http::event_log::SharedEvents::new(store.clone(), keyring, idle));
+        let ids = self.request_ids_of_host();
+        let events = Arc::new(crate::http::event_log::SharedEvents::new(store.clone(), keyring, idle, ids));
         let _ = self.shared.sessions.set(crate::shared_sessions::SharedSessions::new(store, events, idle));
+    }
+
+    /// This replica's request ids made the deployment's, when sessions are
+    /// shared (`http/crossing.rs`).
+    pub(crate) fn request_ids(&self) -> Option<crate::http::crossing::RequestIds> {
+        self.shared.sessions.get()?;
+        self.request_ids_of_host()
+    }
+
+    fn request_ids_of_host(&self) -> Option<crate::http::crossing::RequestIds> {
+        Some(crate::http::crossing::RequestIds { replica: self.shared.host.replica_id()?.to_string() })
+    }
+
+    /// Forwards `answer`, posted here in the session with SHA-256 `session`,
+    /// to the replica `owner` whose worker asked.
+    pub(crate) async fn forward_answer(
+        &self,
+        owner: String,
+        session: String,
+        answer: &rmcp::model::ClientJsonRpcMessage,
+    ) {
+        let Some(sessions) = self.shared.sessions.get() else { return };
+        self.shared.fanout.forward_answer(&sessions.events.sealer, owner, session, answer).await;
     }
 
     /// The shared log of the sessions' events, when sessions are shared.

@@ -40,19 +40,28 @@ const READ_AT_ONCE: usize = 100;
 /// rmcp's event store over the deployment's [`EventLog`].
 pub(crate) struct SharedEvents {
     log: Arc<dyn EventLog>,
-    sealer: Arc<Sealer>,
+    /// Also seals the answers forwarded to another replica (`fanout.rs`).
+    pub(crate) sealer: Arc<Sealer>,
+    /// Makes the ids of this replica's requests the deployment's before
+    /// they are kept, as they are sent (`crossing.rs`).
+    ids: Option<super::crossing::RequestIds>,
     /// How long a standalone stream's events are kept without a new one.
     idle: Duration,
 }
 
 impl SharedEvents {
-    pub(crate) fn new(log: Arc<dyn EventLog>, keyring: &Keyring, idle: Duration) -> Self {
-        Self { log, sealer: Arc::new(Sealer::new(keyring)), idle }
+    pub(crate) fn new(
+        log: Arc<dyn EventLog>,
+        keyring: &Keyring,
+        idle: Duration,
+        ids: Option<super::crossing::RequestIds>,
+    ) -> Self {
+        Self { log, sealer: Arc::new(Sealer::new(keyring)), ids, idle }
     }
 }
 
 /// Seals and opens events with the keys derived from the keyring's.
-struct Sealer {
+pub(crate) struct Sealer {
     /// The first seals, all open.
     keys: Vec<LessSafeKey>,
 }
@@ -70,25 +79,26 @@ impl Sealer {
         Self { keys }
     }
 
-    /// `nonce ‖ ciphertext ‖ tag` of `plain`, bound to `stream`.
-    fn seal(&self, stream: &str, plain: &[u8]) -> Result<Vec<u8>, EventStoreError> {
+    /// `nonce ‖ ciphertext ‖ tag` of `plain`, bound to `binding` (what it
+    /// opens for: its stream, an answer's owner and session).
+    pub(crate) fn seal(&self, binding: &str, plain: &[u8]) -> Result<Vec<u8>, EventStoreError> {
         let mut nonce = [0u8; 12];
         getrandom::fill(&mut nonce).map_err(|e| format!("no randomness from the operating system: {e}"))?;
         let mut sealed = plain.to_vec();
         self.keys[0]
-            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(stream.as_bytes()), &mut sealed)
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(binding.as_bytes()), &mut sealed)
             .map_err(|_| "sealing a session event failed")?;
         Ok([nonce.as_slice(), &sealed].concat())
     }
 
     /// The plain text of `sealed`, under any key of the keyring; `None` when
-    /// none opens it (another keyring, a forgery, another stream's entry).
-    fn open(&self, stream: &str, sealed: &[u8]) -> Option<Vec<u8>> {
+    /// none opens it (another keyring, a forgery, another binding's entry).
+    pub(crate) fn open(&self, binding: &str, sealed: &[u8]) -> Option<Vec<u8>> {
         let (nonce, body) = sealed.split_at_checked(12)?;
         self.keys.iter().find_map(|key| {
             let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
             let mut body = body.to_vec();
-            let plain = key.open_in_place(nonce, Aad::from(stream.as_bytes()), &mut body).ok()?;
+            let plain = key.open_in_place(nonce, Aad::from(binding.as_bytes()), &mut body).ok()?;
             Some(plain.to_vec())
         })
     }
@@ -115,7 +125,10 @@ fn is_answer(message: &ServerJsonRpcMessage) -> bool {
 impl EventStore for SharedEvents {
     async fn store_event(&self, stream_id: &str, event: &ServerSseMessage) -> Result<EventId, EventStoreError> {
         let stream = log_name(stream_id);
-        let message = event.message.as_deref().cloned();
+        let message = event.message.as_deref().cloned().map(|m| match &self.ids {
+            Some(ids) => ids.outgoing(m),
+            None => m,
+        });
         let ends = message.as_ref().is_some_and(is_answer);
         let retry_ms = event.retry.map(|r| u64::try_from(r.as_millis()).unwrap_or(u64::MAX));
         let plain = serde_json::to_vec(&Stored { message, retry_ms })?;

@@ -12,6 +12,7 @@
 //! reads and questions no one answers never take the slots a new client's
 //! call needs.
 
+pub(crate) mod crossing;
 mod deadline;
 pub(crate) mod event_log;
 mod guard;
@@ -181,16 +182,13 @@ pub async fn serve_http(
         unused_timeout: options.unused_session_timeout,
         idle_timeout: options.session_idle_timeout,
     };
-    let sessions = BoundedSessions::new(limits, front.event_store());
+    let crossing = front.request_ids().map(|ids| (ids, front.clone()));
+    let sessions = BoundedSessions::shared(limits, front.event_store(), crossing);
     tokio::spawn(sessions.clone().close_unused(cancel.clone()));
     // Sessions any replica can take: restored from the shared records,
     // closed here when another replica deletes them.
     config.session_store = front.session_store();
-    let closing = sessions.clone();
-    front.shared.fanout.on_session_ended(Arc::new(move |digest| {
-        let sessions = closing.clone();
-        tokio::spawn(async move { sessions.close_by_digest(&digest).await });
-    }));
+    front.shared.fanout.serve_sessions(Arc::new(sessions::Workers(Arc::downgrade(&sessions))));
     if let Some(telemetry) = front.host().telemetry() {
         sessions.count_in(telemetry.metrics().clone());
     }

@@ -14,6 +14,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::Stream;
+use futures::StreamExt as _;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError};
 use rmcp::transport::streamable_http_server::session::{
@@ -21,6 +22,8 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use tokio_util::sync::CancellationToken;
 use toolhost::sync::MutexExt;
+
+use super::crossing::{Answer, RequestIds};
 
 /// How many sessions live at once, and how long one may stay unused.
 #[derive(Debug, Clone, Copy)]
@@ -36,6 +39,10 @@ pub(crate) struct SessionLimits {
 /// rmcp's session manager with a bound on the sessions it keeps.
 pub(crate) struct BoundedSessions {
     inner: LocalSessionManager,
+    /// When the deployment's replicas share sessions: the request ids made
+    /// the deployment's, and the front that forwards another replica's
+    /// answers (`crossing.rs`).
+    crossing: Option<(RequestIds, crate::McpFront)>,
     limits: SessionLimits,
     table: Arc<Mutex<Table>>,
     /// Where the number of live sessions is shown (`toolhost_http_sessions`).
@@ -93,15 +100,39 @@ pub(crate) fn full_message(max: usize) -> String {
 }
 
 impl BoundedSessions {
-    /// Sessions within `limits`, their events kept in `events` when given
-    /// (a deployment's shared log, so that any replica resumes a stream).
-    pub(crate) fn new(limits: SessionLimits, events: Option<Arc<dyn EventStore>>) -> Arc<Self> {
+    /// Sessions within `limits`, for one process.
+    #[cfg(test)]
+    pub(crate) fn new(limits: SessionLimits) -> Arc<Self> {
+        Self::shared(limits, None, None)
+    }
+
+    /// Sessions within `limits`; with `events` (a deployment's shared log)
+    /// any replica resumes their streams, and with `crossing` (this
+    /// replica's request ids and its front) an answer posted through any
+    /// replica reaches the worker that asked.
+    pub(crate) fn shared(
+        limits: SessionLimits,
+        events: Option<Arc<dyn EventStore>>,
+        crossing: Option<(RequestIds, crate::McpFront)>,
+    ) -> Arc<Self> {
         let mut inner = LocalSessionManager::default();
         if let Some(events) = events {
             inner = inner.with_event_store(events);
         }
         inner.session_config.keep_alive = Some(limits.idle_timeout);
-        Arc::new(Self { inner, limits, table: Arc::default(), metrics: Default::default() })
+        Arc::new(Self { inner, crossing, limits, table: Arc::default(), metrics: Default::default() })
+    }
+
+    /// `stream` with this replica's request ids made the deployment's.
+    fn outgoing<S>(&self, stream: S) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static
+    where
+        S: Stream<Item = ServerSseMessage> + Send + Sync + 'static,
+    {
+        let ids = self.crossing.as_ref().map(|(ids, _)| ids.clone());
+        stream.map(move |event| match &ids {
+            Some(ids) => ids.outgoing_event(event),
+            None => event,
+        })
     }
 
     /// Shows the number of live sessions in `metrics`, brought up to date
@@ -179,14 +210,16 @@ impl BoundedSessions {
     /// Closes the worker of the session whose id has the SHA-256 `digest`
     /// (another replica deleted it), if this process has one.
     pub(crate) async fn close_by_digest(&self, digest: &str) {
-        let id = {
-            let table = self.table.lock_unpoisoned();
-            table.live.keys().find(|id| crate::shared_sessions::digest(id) == digest).cloned()
-        };
-        if let Some(id) = id {
+        if let Some(id) = self.by_digest(digest) {
             self.table.lock_unpoisoned().live.remove(&id);
             self.close_inner(&id).await;
         }
+    }
+
+    /// The live session whose id has the SHA-256 `digest`.
+    fn by_digest(&self, digest: &str) -> Option<SessionId> {
+        let table = self.table.lock_unpoisoned();
+        table.live.keys().find(|id| crate::shared_sessions::digest(id) == digest).cloned()
     }
 
     /// Marks session `id` used and busy until the returned guard is dropped.
@@ -234,6 +267,28 @@ impl<S: Stream> Stream for Tracked<S> {
     }
 }
 
+/// This process's workers as the other replicas reach them (`fanout.rs`).
+/// Weak: the sessions hold the front, whose fan-out holds this.
+pub(crate) struct Workers(pub(crate) std::sync::Weak<BoundedSessions>);
+
+impl crate::fanout::LocalSessions for Workers {
+    fn close(&self, digest: String) {
+        let Some(sessions) = self.0.upgrade() else { return };
+        tokio::spawn(async move { sessions.close_by_digest(&digest).await });
+    }
+
+    fn deliver(&self, digest: String, answer: ClientJsonRpcMessage) {
+        let Some(sessions) = self.0.upgrade() else { return };
+        tokio::spawn(async move {
+            let Some((ids, _)) = &sessions.crossing else { return };
+            let (Some(id), Some(answer)) = (sessions.by_digest(&digest), ids.forwarded(answer)) else { return };
+            if let Err(e) = sessions.inner.accept_message(&id, answer).await {
+                tracing::debug!("an answer forwarded by another replica found no waiting request: {e}");
+            }
+        });
+    }
+}
+
 impl SessionManager for BoundedSessions {
     type Error = SessionsError;
     type Transport = <LocalSessionManager as SessionManager>::Transport;
@@ -274,14 +329,27 @@ impl SessionManager for BoundedSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let busy = self.busy(id);
-        let stream = self.inner.create_stream(id, message).await?;
+        let stream = self.outgoing(self.inner.create_stream(id, message).await?);
         Ok(Tracked { inner: Box::pin(stream), _busy: busy })
     }
 
     /// A notification or an answer to the server's request: not a use of
     /// the session, nor does it keep an unused one (a client sending
     /// notifications only) from closing.
+    ///
+    /// An answer to a request another replica's worker sent goes to that
+    /// replica (`crossing.rs`).
     async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
+        let message = match &self.crossing {
+            Some((ids, front)) => match ids.incoming(message) {
+                Answer::Here(message) => message,
+                Answer::Elsewhere { owner, message } => {
+                    front.forward_answer(owner, crate::shared_sessions::digest(id), &message).await;
+                    return Ok(());
+                }
+            },
+            None => message,
+        };
         Ok(self.inner.accept_message(id, message).await?)
     }
 
@@ -290,7 +358,7 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let busy = self.busy(id);
-        let stream = self.inner.create_standalone_stream(id).await?;
+        let stream = self.outgoing(self.inner.create_standalone_stream(id).await?);
         Ok(Tracked { inner: Box::pin(stream), _busy: busy })
     }
 
@@ -300,7 +368,7 @@ impl SessionManager for BoundedSessions {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         let busy = self.busy(id);
-        let stream = self.inner.resume(id, last_event_id).await?;
+        let stream = self.outgoing(self.inner.resume(id, last_event_id).await?);
         Ok(Tracked { inner: Box::pin(stream), _busy: busy })
     }
 
@@ -336,7 +404,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_bound_evicts_unused_then_the_idlest_and_never_a_busy_session() {
-        let sessions = BoundedSessions::new(limits(3), None);
+        let sessions = BoundedSessions::new(limits(3));
         let live = |want: &[&SessionId]| {
             let mut live = sessions.live();
             live.sort();
@@ -366,7 +434,7 @@ mod tests {
 
     #[tokio::test]
     async fn when_every_session_is_busy_there_is_no_room() {
-        let sessions = BoundedSessions::new(limits(2), None);
+        let sessions = BoundedSessions::new(limits(2));
         let a = sessions.create_session().await.unwrap().0;
         let b = sessions.create_session().await.unwrap().0;
         let (held_a, held_b) = (sessions.busy(&a), sessions.busy(&b));
@@ -380,8 +448,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unused_session_is_closed_after_its_time_and_a_used_one_is_kept() {
-        let sessions =
-            BoundedSessions::new(SessionLimits { unused_timeout: Duration::from_millis(50), ..limits(10) }, None);
+        let sessions = BoundedSessions::new(SessionLimits { unused_timeout: Duration::from_millis(50), ..limits(10) });
         let unused = sessions.create_session().await.unwrap().0;
         let used = sessions.create_session().await.unwrap().0;
         drop(sessions.busy(&used));
