@@ -19,6 +19,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod fixtures;
 pub mod load;
 pub mod mcp;
+pub mod proxy;
 pub mod redis;
 pub mod shown;
 

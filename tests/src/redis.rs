@@ -109,15 +109,21 @@ impl RedisServer {
         options
     }
 
-    /// The keys matching `pattern` (`redis-cli --scan`), sorted.
-    pub fn keys(&self, pattern: &str) -> Vec<String> {
+    /// What `redis-cli ARGS…` prints against it (authenticated).
+    pub fn cli(&self, args: &[&str]) -> String {
         let out = std::process::Command::new("redis-cli")
-            .args(["-p", &self.port.to_string(), "--no-auth-warning", "--scan", "--pattern", pattern])
+            .args(["-p", &self.port.to_string(), "--no-auth-warning"])
+            .args(args)
             .env("REDISCLI_AUTH", &self.password)
             .output()
             .expect("running redis-cli");
         assert!(out.status.success(), "redis-cli: {}", String::from_utf8_lossy(&out.stderr));
-        let mut keys: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The keys matching `pattern` (`redis-cli --scan`), sorted.
+    pub fn keys(&self, pattern: &str) -> Vec<String> {
+        let mut keys: Vec<String> = self.cli(&["--scan", "--pattern", pattern]).lines().map(str::to_string).collect();
         keys.sort();
         keys
     }

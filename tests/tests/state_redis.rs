@@ -559,12 +559,96 @@ fn a_stream_cut_on_one_replica_resumes_on_another_with_the_result() {
 
     let logs = server.keys("resume:events:*");
     assert!(!logs.is_empty(), "the events are kept in Redis");
-    let dump = std::process::Command::new("redis-cli")
-        .args(["-p", &server.url().rsplit(':').next().unwrap().trim_end_matches("/0").to_string(), "--no-auth-warning"])
-        .args(["XRANGE", &logs[0], "-", "+"])
-        .env("REDISCLI_AUTH", &server.password)
-        .output()
-        .unwrap();
-    let dump = String::from_utf8_lossy(&dump.stdout);
+    let dump = server.cli(&["XRANGE", &logs[0], "-", "+"]);
     assert!(!dump.contains("secret-output") && !dump.contains("sleep 2"), "sealed: {dump}");
+}
+
+/// A 2025-11-25 answer reaches the waiting call across replicas (issue
+/// #31): a call on A asks (`elicitation/create`, its id the deployment's:
+/// `a~N`), the client posts the answer through B, and the call on A runs
+/// once with it; an answer to an id no replica gave changes nothing.
+#[test]
+fn an_answer_posted_through_another_replica_reaches_the_call_that_asked() {
+    use std::io::Write as _;
+    use toolhost_e2e::mcp::raw;
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = redis_settings(&scratch, &server, "answers", &extra);
+    let global = ["--config", config.to_str().unwrap()];
+    let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "a"]);
+    let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
+    let (a, b) = (a.addr(), b.addr());
+    let session = raw::initialize_with(&a, json!({"elicitation": {}}));
+    let made = scratch.work().join("made-through-b");
+    let body = json!({"jsonrpc": "2.0", "id": 51, "method": "tools/call",
+        "params": {"name": "Bash", "arguments": {"command": format!("touch {}", made.display())}}})
+    .to_string();
+    let mut call = std::net::TcpStream::connect(&a).unwrap();
+    call.write_all(&raw::in_session(&a, &session, "POST", &body)).unwrap();
+    let asked = read_until(&mut call, |got| got.contains("elicitation/create"));
+    let request: Value = asked
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|m| m["method"] == "elicitation/create")
+        .unwrap_or_else(|| panic!("A asked: {asked}"));
+    let id = request["id"].as_str().unwrap_or_else(|| panic!("a deployment id: {request}")).to_string();
+    assert!(id.starts_with("a~"), "{id}");
+
+    // An answer to an id no replica gave: dropped, nothing runs.
+    let stray = json!({"jsonrpc": "2.0", "id": "c~1", "result": {"action": "accept",
+        "content": {"decision": "allow_once"}}})
+    .to_string();
+    let (answer, _) = raw::exchange(&b, &raw::in_session(&b, &session, "POST", &stray));
+    assert!(raw::status(&answer) < 300, "{answer}");
+    let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept",
+        "content": {"decision": "allow_once"}}})
+    .to_string();
+    let (posted, _) = raw::exchange(&b, &raw::in_session(&b, &session, "POST", &answer));
+    assert_eq!(raw::status(&posted), 202, "B takes the answer: {posted}");
+    let rest = read_until(&mut call, |got| got.contains("\"id\":51"));
+    assert!(rest.contains("\"id\":51") && !rest.contains("\"isError\":true"), "the call on A ran: {rest}");
+    assert!(made.exists(), "ran once with the answer given through B");
+}
+
+/// Three replicas behind a round-robin proxy (every HTTP request to the
+/// next replica), driven by the Python SDK in both protocol generations
+/// (issue #31): a session's tasks are its own and all there whichever
+/// replica took each call, a deleted session is gone on all, and a
+/// question asked on one replica is answered through another — a
+/// 2025-11-25 elicitation and a 2026-07-28 round — the command running once.
+#[test]
+fn three_replicas_behind_a_round_robin_proxy_serve_one_client_as_one_server() {
+    use toolhost_e2e::mcp::Transport;
+    use toolhost_e2e::proxy::RoundRobin;
+    let Some(py) = mcp_python() else { return };
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = redis_settings(&scratch, &server, "proxied", &extra);
+    let global = ["--config", config.to_str().unwrap(), "--allow", "TaskCreate", "--allow", "TaskList"];
+    let replicas: Vec<HttpServer> =
+        ["r1", "r2", "r3"].iter().map(|id| HttpServer::start_with(&scratch, &global, &["--replica-id", id])).collect();
+    let proxy = RoundRobin::start(replicas.iter().map(HttpServer::addr).collect());
+    let transport = Transport::Http { url: proxy.url(), token: None };
+
+    let params = json!({"create": ["TaskCreate", {"subject": "mine", "description": "d"}], "list": ["TaskList", {}]});
+    let r = client(py, &scratch, &transport, "legacy", "sessions", params);
+    assert!(r["a_list"]["text"].as_str().unwrap().contains("mine"), "{r}");
+    assert!(!r["b_list"]["text"].as_str().unwrap().contains("mine"), "another session's: {r}");
+    assert!(r["by_hand"]["resumed_list"].as_str().unwrap().contains("mine"), "{r}");
+    assert!(r["by_hand"]["deleted"].as_u64().unwrap() < 300, "{r}");
+
+    for (n, mode) in ["legacy", "auto"].into_iter().enumerate() {
+        let made = scratch.work().join(format!("asked-{n}"));
+        let params = json!({"tool": "Bash", "args": {"command": format!("touch {}", made.display())},
+            "answer": "allow_once"});
+        let r = client(py, &scratch, &transport, mode, "elicit", params);
+        assert_eq!(r["is_error"], false, "{mode}: {r}");
+        assert_eq!(r["asked"].as_array().unwrap().len(), 1, "{mode}: asked once: {r}");
+        assert!(made.exists(), "{mode}: ran with the answer");
+    }
+    let spread: Vec<usize> = proxy.counts.iter().map(|c| c.load(std::sync::atomic::Ordering::Relaxed)).collect();
+    assert!(spread.iter().all(|&n| n > 2), "every replica took requests: {spread:?}");
 }
