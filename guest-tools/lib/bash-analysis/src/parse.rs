@@ -369,9 +369,10 @@ impl Quoting {
                 (_, b'`') => self.open.push(Inside::Backquote),
                 (_, b'(') => self.open.push(Inside::Parens),
                 (Some(Inside::Parens), b')') => drop(self.open.pop()),
-                (_, b'#') if i == 0 || bytes[i - 1].is_ascii_whitespace() || b";|&(".contains(&bytes[i - 1]) => {
-                    return starts;
-                }
+                // A comment starts a word: after a blank or an operator,
+                // not after a carriage return, which the shell reads as
+                // part of a word (fuzzed: `$(\r#<<c`).
+                (_, b'#') if i == 0 || b" \t;|&()".contains(&bytes[i - 1]) => return starts,
                 (_, b'<') if next == Some(b'<') => {
                     if bytes.get(i + 2) == Some(&b'<') {
                         i += 2;
@@ -1414,6 +1415,7 @@ mod tests {
         assert!(parser_would_choke("$($[)]<<c\n)\nc"), "brackets of two kinds interleaved before it");
         assert!(parser_would_choke("#<<c\n$(<<c\n)\nc"), "a << in a comment starts no body");
         assert!(parser_would_choke("\"<<c\n$(<<c\n)\nc"), "nor one in quotes");
+        assert!(parser_would_choke("$(\r#<<c\n)\nc"), "a # after a carriage return starts no comment");
         let commit = "git commit -m \"$(cat <<'EOF'\nfix(x): a (bracket)\nEOF\n)\" # done";
         assert!(!parser_would_choke(commit), "a here-document in $( inside quotes is one");
         assert!(!parser_would_choke("[[ $(x) ]] && cat <<EOF\nhi\nEOF"), "well nested");
