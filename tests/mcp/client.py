@@ -46,6 +46,7 @@ prints one JSON object with what the client saw. Scenarios:
 """
 
 import asyncio
+import re
 import json
 import os
 import subprocess
@@ -356,6 +357,83 @@ async def scenario_notified(opts, p):
     return out
 
 
+async def scenario_load(opts, p):
+    """One client of a load test: `calls` calls, `inflight` at once, each by
+    its index: TaskCreate (subject `TAG-i`), TaskUpdate of a task it made,
+    TaskList, Read then Edit of its own file (`file`, holding `v0`, one
+    edit at a time), and Bash asks answered allow once or deny (`touch
+    DIR/TAG-allowed-i` / `-denied-i`). Returns what it saw; `wrong` lists
+    every outcome that was not the one expected."""
+    tag, folder, own = p["tag"], p["dir"], p["file"]
+    out = {"created": [], "wrong": [], "asked": 0, "conflicts": 0}
+    edit_lock = asyncio.Lock()
+    version = {"n": 0}
+
+    async def on_elicit(ctx, params):
+        out["asked"] += 1
+        decision = "deny" if "-denied-" in params.message else "allow_once"
+        return ElicitResult(action="accept", content={"decision": decision})
+
+    def text_of(r):
+        return "".join(getattr(c, "text", "") for c in r.content)
+
+    async with client(opts, elicitation_callback=on_elicit) as c:
+
+        async def one(i):
+            kind = i % 6
+            if kind == 0 or not out["created"]:
+                r = await c.call_tool("TaskCreate", {"subject": f"{tag}-{i}", "description": "load"})
+                t = text_of(r)
+                m = re.match(r"Task \(id=(\d+)\) created successfully: (.*)", t)
+                if r.is_error or not m or m.group(2) != f"{tag}-{i}":
+                    out["wrong"].append(f"TaskCreate {i}: {t}")
+                else:
+                    out["created"].append(int(m.group(1)))
+            elif kind == 1:
+                task = out["created"][i % len(out["created"])]
+                r = await c.call_tool("TaskUpdate", {"task_id": str(task), "owner": tag})
+                if r.is_error:
+                    out["wrong"].append(f"TaskUpdate {i}: {text_of(r)}")
+            elif kind == 2:
+                r = await c.call_tool("TaskList", {})
+                t = text_of(r)
+                mine = [line for line in t.splitlines() if f" {tag}-" in line]
+                foreign = [line for line in t.splitlines() if line.strip() and not any(
+                    f" {other}-" in line for other in p["sharing"])]
+                if r.is_error or foreign:
+                    out["wrong"].append(f"TaskList {i}: {foreign or t}")
+                out["listed"] = len(mine)
+            elif kind == 3:
+                async with edit_lock:
+                    r = await c.call_tool("Read", {"file_path": own})
+                    if r.is_error or f"v{version['n']}" not in text_of(r):
+                        out["wrong"].append(f"Read {i}: {text_of(r)}")
+                    n = version["n"]
+                    r = await c.call_tool("Edit", {"file_path": own, "old_string": f"v{n}", "new_string": f"v{n + 1}"})
+                    if r.is_error:
+                        out["wrong"].append(f"Edit {i}: {text_of(r)}")
+                    else:
+                        version["n"] = n + 1
+            else:
+                which = "allowed" if kind == 4 else "denied"
+                target = os.path.join(folder, f"{tag}-{which}-{i}")
+                r = await c.call_tool("Bash", {"command": f"touch {target}"})
+                if (which == "allowed") == bool(r.is_error):
+                    out["wrong"].append(f"Bash {which} {i}: {text_of(r)}")
+
+        queue = list(range(p["calls"]))
+
+        async def worker():
+            while queue:
+                await one(queue.pop(0))
+
+        await asyncio.gather(*(worker() for _ in range(p["inflight"])))
+        final = text_of(await c.call_tool("TaskList", {}))
+        out["final_list"] = final
+        out["edits"] = version["n"]
+    return out
+
+
 async def scenario_tasks(opts, p):
     async with client(opts) as c:
         return {"results": [result_json(await c.call_tool(tool, args)) for tool, args in p["calls"]]}
@@ -579,6 +657,7 @@ SCENARIOS = {
     "list_changed": scenario_list_changed,
     "notified": scenario_notified,
     "tasks": scenario_tasks,
+    "load": scenario_load,
     "groups": scenario_groups,
     "log_messages": scenario_log_messages,
     "list": scenario_list,

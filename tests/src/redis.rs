@@ -128,6 +128,23 @@ impl RedisServer {
         keys
     }
 
+    /// A settings file (outside the working directory of `scratch`) naming
+    /// this server under `prefix`, its password in a file beside it, plus
+    /// `extra` TOML in `[state]`.
+    pub fn settings_file(&self, scratch: &crate::Scratch, prefix: &str, extra: &str) -> PathBuf {
+        let password = scratch.outside("redis-password");
+        std::fs::write(&password, format!("{}\n", self.password)).unwrap();
+        let file = scratch.outside(&format!("{prefix}.toml"));
+        let text = format!(
+            "[state]\nstore = \"redis\"\nallow_unconfined = true\n{extra}\n[state.redis]\nurl = \"{}\"\nkey_prefix = \
+             \"{prefix}\"\npassword_file = \"{}\"\n",
+            self.url(),
+            password.display()
+        );
+        std::fs::write(&file, text).unwrap();
+        file
+    }
+
     /// What it logged.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
@@ -143,4 +160,15 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A keyring file made by `toolhost keyring new`, outside the working
+/// directory of `scratch`.
+pub fn keyring_file(scratch: &crate::Scratch) -> PathBuf {
+    let out = scratch.cli(&["keyring", "new", "--id", "k1"]);
+    let (line, stderr) = crate::text(&out);
+    assert!(out.status.success() && line.starts_with("k1 "), "{line}\n{stderr}");
+    let file = scratch.outside("state-keyring");
+    std::fs::write(&file, format!("# the deployment's keys\n{line}")).unwrap();
+    file
 }

@@ -10,30 +10,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost_e2e::mcp::{HttpServer, client, raw};
-use toolhost_e2e::redis::RedisServer;
+use toolhost_e2e::redis::{RedisServer, keyring_file};
 use toolhost_e2e::{Scratch, mcp_python, text, wait_for};
-
-/// A settings file (outside the working directory) naming `server` under
-/// `prefix`, its password in a file beside it, plus `extra` TOML.
-fn redis_settings(scratch: &Scratch, server: &RedisServer, prefix: &str, extra: &str) -> PathBuf {
-    let password = scratch.outside("redis-password");
-    std::fs::write(&password, format!("{}\n", server.password)).unwrap();
-    let file = scratch.outside(&format!("{prefix}.toml"));
-    let text = format!(
-        "[state]\nstore = \"redis\"\nallow_unconfined = true\n{extra}\n[state.redis]\nurl = \"{}\"\nkey_prefix = \
-         \"{prefix}\"\npassword_file = \"{}\"\n",
-        server.url(),
-        password.display()
-    );
-    std::fs::write(&file, text).unwrap();
-    file
-}
 
 #[test]
 fn tasks_made_by_many_processes_in_one_shared_session_are_all_kept() {
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
-    let config = redis_settings(&scratch, &server, "cli-tasks", "");
+    let config = server.settings_file(&scratch, "cli-tasks", "");
     let config = config.to_str().unwrap();
     std::thread::scope(|s| {
         let makers: Vec<_> = (0..8)
@@ -82,7 +66,7 @@ fn the_state_store_settings_refuse_what_is_unsafe_and_say_what_to_change() {
     };
 
     // Unconfined tool processes: refused unless the user accepts it.
-    let config = redis_settings(&scratch, &server, "refusals", "");
+    let config = server.settings_file(&scratch, "refusals", "");
     let text = std::fs::read_to_string(&config).unwrap().replace("allow_unconfined = true", "");
     std::fs::write(&config, text).unwrap();
     let err = run(&config, &[]);
@@ -92,7 +76,7 @@ fn the_state_store_settings_refuse_what_is_unsafe_and_say_what_to_change() {
     );
 
     // A password in the URL of a settings file, never repeated.
-    let config = redis_settings(&scratch, &server, "refusals", "");
+    let config = server.settings_file(&scratch, "refusals", "");
     let url = format!("redis://:{}@127.0.0.1:{}/0", server.password, server.port);
     let text = std::fs::read_to_string(&config).unwrap().replace(&server.url(), &url);
     std::fs::write(&config, text).unwrap();
@@ -100,11 +84,11 @@ fn the_state_store_settings_refuse_what_is_unsafe_and_say_what_to_change() {
     assert!(err.contains("password_file") && !err.contains(&server.password), "{err}");
 
     // No prefix; a wrong password; no server at all (within the timeout).
-    let config = redis_settings(&scratch, &server, "refusals", "");
+    let config = server.settings_file(&scratch, "refusals", "");
     let text = std::fs::read_to_string(&config).unwrap().replace("key_prefix = \"refusals\"\n", "");
     std::fs::write(&config, text).unwrap();
     assert!(run(&config, &[]).contains("needs [state.redis] key_prefix"));
-    let config = redis_settings(&scratch, &server, "refusals", "");
+    let config = server.settings_file(&scratch, "refusals", "");
     std::fs::write(scratch.outside("redis-password"), "wrong\n").unwrap();
     let err = run(&config, &[]);
     assert!(err.contains("unavailable") && err.contains(&server.url()), "{err}");
@@ -121,7 +105,7 @@ fn two_serve_processes_share_the_sessionless_state() {
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
     let keyring = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = redis_settings(&scratch, &server, "serve-pair", &keyring);
+    let config = server.settings_file(&scratch, "serve-pair", &keyring);
     let global = ["--config", config.to_str().unwrap(), "--allow", "TaskCreate", "--allow", "TaskList"];
     let (a, b) = (HttpServer::start_with(&scratch, &global, &[]), HttpServer::start_with(&scratch, &global, &[]));
     let create = json!(["TaskCreate", {"subject": "made on A", "description": "d"}]);
@@ -130,17 +114,6 @@ fn two_serve_processes_share_the_sessionless_state() {
     let list: Value = json!(["TaskList", {}]);
     let seen = client(py, &scratch, &b.transport(None), "auto", "tasks", json!({"calls": [list]}));
     assert!(seen["results"][0]["text"].as_str().unwrap().contains("made on A"), "B does not see it: {seen}");
-}
-
-/// A keyring file made by `toolhost keyring new`, outside the working
-/// directory.
-fn keyring_file(scratch: &Scratch) -> PathBuf {
-    let out = scratch.cli(&["keyring", "new", "--id", "k1"]);
-    let (line, stderr) = text(&out);
-    assert!(out.status.success() && line.starts_with("k1 "), "{line}\n{stderr}");
-    let file = scratch.outside("state-keyring");
-    std::fs::write(&file, format!("# the deployment's keys\n{line}")).unwrap();
-    file
 }
 
 /// 2026-07-28 asks across processes: a question asked through A is
@@ -154,7 +127,7 @@ fn a_question_asked_through_one_serve_is_answered_once_through_another() {
     let scratch = Scratch::new();
     let keyring = keyring_file(&scratch);
     let extra = format!("keyring_file = \"{}\"", keyring.display());
-    let config = redis_settings(&scratch, &server, "asks", &extra);
+    let config = server.settings_file(&scratch, "asks", &extra);
     let global = ["--config", config.to_str().unwrap(), "--ask", "Bash"];
     let [a, b, c] = [(); 3].map(|()| HttpServer::start_with(&scratch, &global, &[]));
     let marker = scratch.work().join("ran");
@@ -187,7 +160,7 @@ fn a_question_asked_through_one_serve_is_answered_once_through_another() {
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "once\n", "run once, through A");
 
     // Redis without a keyring: serve refuses to start, saying what to do.
-    let bare = redis_settings(&scratch, &server, "asks", "");
+    let bare = server.settings_file(&scratch, "asks", "");
     let out = scratch
         .cli_within(&["--config", bare.to_str().unwrap(), "serve", "--http", "127.0.0.1:0"], Duration::from_secs(30))
         .expect("serve ends at once");
@@ -246,7 +219,7 @@ fn readyz_tells_a_balancer_when_the_state_store_is_down() {
     let Some(mut server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
     let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = redis_settings(&scratch, &server, "health", &extra);
+    let config = server.settings_file(&scratch, "health", &extra);
     let serve = HttpServer::start_with(&scratch, &["--config", config.to_str().unwrap()], &["--token", "t0ken"]);
     let addr = serve.addr();
     assert_eq!(probe(&addr, "/healthz"), (200, "ok".to_string()));
@@ -272,7 +245,7 @@ fn a_rule_remembered_through_one_serve_holds_on_every_other_until_forgotten() {
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
     let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = redis_settings(&scratch, &server, "rules", &extra);
+    let config = server.settings_file(&scratch, "rules", &extra);
     let settings_before = std::fs::read_to_string(&config).unwrap();
     let global = ["--config", config.to_str().unwrap()];
     let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "replica-a"]);
@@ -326,7 +299,7 @@ fn a_fifo_in_place_of_a_redis_file_is_refused_without_waiting() {
     // SAFETY: mkfifo with a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     for key in ["ca_file", "password_file"] {
-        let config = redis_settings(&scratch, &server, "fifo", "");
+        let config = server.settings_file(&scratch, "fifo", "");
         let before = std::fs::read_to_string(&config).unwrap();
         let settings = if key == "ca_file" {
             format!("{before}ca_file = \"{}\"\n", fifo.display())
@@ -353,7 +326,7 @@ fn the_replicas_are_listed_from_the_store_and_a_clash_or_another_policy_is_told(
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
     let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = redis_settings(&scratch, &server, "replicas", &extra);
+    let config = server.settings_file(&scratch, "replicas", &extra);
     let status = || {
         let out = scratch.cli(&["--config", config.to_str().unwrap(), "status", "--json"]);
         let (stdout, stderr) = text(&out);
@@ -403,252 +376,4 @@ fn the_replicas_are_listed_from_the_store_and_a_clash_or_another_policy_is_told(
     assert!(b.child.wait().unwrap().success());
     let ids: Vec<String> = status().iter().map(|r| r["id"].as_str().unwrap().to_string()).collect();
     assert_eq!(ids, ["r-a"]);
-}
-
-/// Tool-list changes and reload errors across replicas (issue #31): a
-/// plugin added to C's watched folder reaches the clients listening on A
-/// (both protocol generations: their next request may reach C), and C's
-/// reload error reaches a 2025-11-25 session held on A as a log message,
-/// once. A has no plugin folder of its own.
-#[test]
-fn a_change_of_one_replicas_tools_reaches_the_listeners_of_another() {
-    use toolhost_e2e::mcp::client_command;
-    let Some(py) = mcp_python() else { return };
-    let Some(server) = RedisServer::start() else { return };
-    let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = redis_settings(&scratch, &server, "fanout", &extra);
-    let plugins = scratch.outside("c-plugins");
-    std::fs::create_dir_all(&plugins).unwrap();
-    let a = HttpServer::start_with(&scratch, &["--config", config.to_str().unwrap()], &["--replica-id", "a"]);
-    let c_global = ["--config", config.to_str().unwrap(), "--plugins", plugins.to_str().unwrap()];
-    let _c = HttpServer::start_with(&scratch, &c_global, &["--replica-id", "c", "--watch"]);
-    // Two tools of their own names: a second copy of one would clash.
-    for (mode, guest) in [("legacy", "echo"), ("auto", "counter")] {
-        let ready = scratch.outside(&format!("listening-{mode}"));
-        let logs = if mode == "legacy" { 1 } else { 0 };
-        let params = json!({"ready": ready, "logs": logs, "level": "error"});
-        let listener = client_command(py, &scratch, &a.transport(None), mode, "notified", &params)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        wait_for("the client to listen on A", Duration::from_secs(60), || ready.exists());
-        std::fs::copy(toolhost_e2e::guest(guest), plugins.join(format!("{guest}.wasm"))).unwrap();
-        if mode == "legacy" {
-            std::fs::write(plugins.join("broken.wasm"), b"\0asm not a component").unwrap();
-        }
-        let out = listener.wait_with_output().unwrap();
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{mode}: the listener on A was not told: {stdout}\n{stderr}");
-        let got: Value = serde_json::from_str(stdout.trim()).unwrap();
-        assert_eq!(got["changed"], 1, "{mode}: {got}");
-        if mode == "legacy" {
-            let logs = got["logs"].as_array().unwrap();
-            assert_eq!(logs.len(), 1, "the reload error once: {got}");
-            assert_eq!(logs[0]["logger"], "toolhost.reload", "{got}");
-            assert!(logs[0]["data"]["file"].as_str().unwrap().ends_with("broken.wasm"), "{got}");
-        }
-    }
-}
-
-/// 2025-11-25 sessions on any replica (issue #31): a session initialised
-/// on A takes its next request on B (restored from the shared record, in
-/// the same agent state), two sessions never see each other's tasks, and a
-/// DELETE through B ends the session on A too, its keys gone.
-#[test]
-fn a_session_begun_on_one_replica_is_taken_by_another_and_deleted_through_any() {
-    use toolhost_e2e::mcp::raw;
-    let Some(server) = RedisServer::start() else { return };
-    let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = redis_settings(&scratch, &server, "sessions", &extra);
-    let global = ["--config", config.to_str().unwrap(), "--allow", "TaskCreate", "--allow", "TaskList"];
-    let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "a"]);
-    let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
-    let (a, b) = (a.addr(), b.addr());
-    let call = |addr: &str, session: &str, tool: &str, args: Value| -> (u16, String) {
-        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": tool, "arguments": args}})
-        .to_string();
-        let (answer, _) = raw::exchange(addr, &raw::in_session(addr, session, "POST", &body));
-        let reply = raw::reply(&answer).unwrap_or_default();
-        assert!(reply["result"]["isError"] != true, "{tool} on {addr}: {answer}");
-        (raw::status(&answer), reply["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string())
-    };
-
-    let session = raw::initialize(&a);
-    let made = json!({"subject": "made on B", "description": "d"});
-    assert_eq!(call(&b, &session, "TaskCreate", made).0, 200, "B takes a session it never saw");
-    let (status, listed) = call(&a, &session, "TaskList", json!({}));
-    assert_eq!(status, 200);
-    assert!(listed.contains("made on B"), "A lists what B made in the session: {listed}");
-    let other = raw::initialize(&b);
-    let (_, listed) = call(&a, &other, "TaskList", json!({}));
-    assert!(!listed.contains("made on B"), "another session's tasks: {listed}");
-
-    let (answer, _) = raw::exchange(&b, &raw::in_session(&b, &session, "DELETE", ""));
-    assert!(raw::status(&answer) < 300, "DELETE through B: {answer}");
-    let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}).to_string();
-    wait_for("A to end the deleted session", Duration::from_secs(10), || {
-        let (answer, _) = raw::exchange(&a, &raw::in_session(&a, &session, "POST", &body));
-        raw::status(&answer) == 404
-    });
-    let (answer, _) = raw::exchange(&b, &raw::in_session(&b, &session, "POST", &body));
-    assert_eq!(raw::status(&answer), 404, "B too: {answer}");
-    let state = format!("sessions:state:{}:*", toolhost::state::StateKey::of_session(&session));
-    assert!(server.keys(&state).is_empty(), "the session's state is gone: {:?}", server.keys("sessions:*"));
-    assert_eq!(server.keys("sessions:record:mcp-session:*").len(), 1, "the other session's record stays");
-}
-
-/// Reads from `stream` until `done` holds for what came so far (at most
-/// 30 s); returns it.
-fn read_until(stream: &mut std::net::TcpStream, done: impl Fn(&str) -> bool) -> String {
-    use std::io::Read as _;
-    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !done(&String::from_utf8_lossy(&got)) {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-    }
-    String::from_utf8_lossy(&got).into_owned()
-}
-
-/// A stream cut on one replica resumes on another (issue #31): a call's
-/// response stream is cut on A after its first event, and a `GET` with
-/// `Last-Event-ID` on B (which never saw the session) gets the rest, the
-/// call's result included; the events in Redis are sealed (no output in
-/// clear there).
-#[test]
-fn a_stream_cut_on_one_replica_resumes_on_another_with_the_result() {
-    use std::io::Write as _;
-    use toolhost_e2e::mcp::raw;
-    let Some(server) = RedisServer::start() else { return };
-    let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = redis_settings(&scratch, &server, "resume", &extra);
-    let global = ["--config", config.to_str().unwrap(), "--allow", "Bash"];
-    let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "a"]);
-    let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
-    let (a, b) = (a.addr(), b.addr());
-    let session = raw::initialize(&a);
-    let body = json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
-        "params": {"name": "Bash", "arguments": {"command": "sleep 2; echo secret-output-$((6*7))"}}})
-    .to_string();
-    let mut cut = std::net::TcpStream::connect(&a).unwrap();
-    cut.write_all(&raw::in_session(&a, &session, "POST", &body)).unwrap();
-    let first = read_until(&mut cut, |got| got.lines().any(|l| l.starts_with("id:")));
-    let last_id =
-        first.lines().find_map(|l| l.strip_prefix("id:")).expect("a first event with an id").trim().to_string();
-    assert!(!first.contains("secret-output"), "cut before the answer: {first}");
-    drop(cut);
-
-    let get = raw::head(
-        &b,
-        "GET",
-        &[("Mcp-Session-Id", &session), ("MCP-Protocol-Version", raw::LEGACY), ("Last-Event-ID", &last_id)],
-    );
-    let mut resumed = std::net::TcpStream::connect(&b).unwrap();
-    resumed.write_all(&get).unwrap();
-    let rest = read_until(&mut resumed, |got| got.contains("secret-output-42"));
-    assert!(rest.contains("secret-output-42"), "B resumed A's stream with the result: {rest}");
-    assert!(rest.contains("\"id\":41"), "{rest}");
-
-    let logs = server.keys("resume:events:*");
-    assert!(!logs.is_empty(), "the events are kept in Redis");
-    let dump = server.cli(&["XRANGE", &logs[0], "-", "+"]);
-    assert!(!dump.contains("secret-output") && !dump.contains("sleep 2"), "sealed: {dump}");
-}
-
-/// A 2025-11-25 answer reaches the waiting call across replicas (issue
-/// #31): a call on A asks (`elicitation/create`, its id the deployment's:
-/// `a~N`), the client posts the answer through B, and the call on A runs
-/// once with it; an answer to an id no replica gave changes nothing.
-#[test]
-fn an_answer_posted_through_another_replica_reaches_the_call_that_asked() {
-    use std::io::Write as _;
-    use toolhost_e2e::mcp::raw;
-    let Some(server) = RedisServer::start() else { return };
-    let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = redis_settings(&scratch, &server, "answers", &extra);
-    let global = ["--config", config.to_str().unwrap()];
-    let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "a"]);
-    let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
-    let (a, b) = (a.addr(), b.addr());
-    let session = raw::initialize_with(&a, json!({"elicitation": {}}));
-    let made = scratch.work().join("made-through-b");
-    let body = json!({"jsonrpc": "2.0", "id": 51, "method": "tools/call",
-        "params": {"name": "Bash", "arguments": {"command": format!("touch {}", made.display())}}})
-    .to_string();
-    let mut call = std::net::TcpStream::connect(&a).unwrap();
-    call.write_all(&raw::in_session(&a, &session, "POST", &body)).unwrap();
-    let asked = read_until(&mut call, |got| got.contains("elicitation/create"));
-    let request: Value = asked
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .find(|m| m["method"] == "elicitation/create")
-        .unwrap_or_else(|| panic!("A asked: {asked}"));
-    let id = request["id"].as_str().unwrap_or_else(|| panic!("a deployment id: {request}")).to_string();
-    assert!(id.starts_with("a~"), "{id}");
-
-    // An answer to an id no replica gave: dropped, nothing runs.
-    let stray = json!({"jsonrpc": "2.0", "id": "c~1", "result": {"action": "accept",
-        "content": {"decision": "allow_once"}}})
-    .to_string();
-    let (answer, _) = raw::exchange(&b, &raw::in_session(&b, &session, "POST", &stray));
-    assert!(raw::status(&answer) < 300, "{answer}");
-    let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept",
-        "content": {"decision": "allow_once"}}})
-    .to_string();
-    let (posted, _) = raw::exchange(&b, &raw::in_session(&b, &session, "POST", &answer));
-    assert_eq!(raw::status(&posted), 202, "B takes the answer: {posted}");
-    let rest = read_until(&mut call, |got| got.contains("\"id\":51"));
-    assert!(rest.contains("\"id\":51") && !rest.contains("\"isError\":true"), "the call on A ran: {rest}");
-    assert!(made.exists(), "ran once with the answer given through B");
-}
-
-/// Three replicas behind a round-robin proxy (every HTTP request to the
-/// next replica), driven by the Python SDK in both protocol generations
-/// (issue #31): a session's tasks are its own and all there whichever
-/// replica took each call, a deleted session is gone on all, and a
-/// question asked on one replica is answered through another — a
-/// 2025-11-25 elicitation and a 2026-07-28 round — the command running once.
-#[test]
-fn three_replicas_behind_a_round_robin_proxy_serve_one_client_as_one_server() {
-    use toolhost_e2e::mcp::Transport;
-    use toolhost_e2e::proxy::RoundRobin;
-    let Some(py) = mcp_python() else { return };
-    let Some(server) = RedisServer::start() else { return };
-    let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = redis_settings(&scratch, &server, "proxied", &extra);
-    let global = ["--config", config.to_str().unwrap(), "--allow", "TaskCreate", "--allow", "TaskList"];
-    let replicas: Vec<HttpServer> =
-        ["r1", "r2", "r3"].iter().map(|id| HttpServer::start_with(&scratch, &global, &["--replica-id", id])).collect();
-    let proxy = RoundRobin::start(replicas.iter().map(HttpServer::addr).collect());
-    let transport = Transport::Http { url: proxy.url(), token: None };
-
-    let params = json!({"create": ["TaskCreate", {"subject": "mine", "description": "d"}], "list": ["TaskList", {}]});
-    let r = client(py, &scratch, &transport, "legacy", "sessions", params);
-    assert!(r["a_list"]["text"].as_str().unwrap().contains("mine"), "{r}");
-    assert!(!r["b_list"]["text"].as_str().unwrap().contains("mine"), "another session's: {r}");
-    assert!(r["by_hand"]["resumed_list"].as_str().unwrap().contains("mine"), "{r}");
-    assert!(r["by_hand"]["deleted"].as_u64().unwrap() < 300, "{r}");
-
-    for (n, mode) in ["legacy", "auto"].into_iter().enumerate() {
-        let made = scratch.work().join(format!("asked-{n}"));
-        let params = json!({"tool": "Bash", "args": {"command": format!("touch {}", made.display())},
-            "answer": "allow_once"});
-        let r = client(py, &scratch, &transport, mode, "elicit", params);
-        assert_eq!(r["is_error"], false, "{mode}: {r}");
-        assert_eq!(r["asked"].as_array().unwrap().len(), 1, "{mode}: asked once: {r}");
-        assert!(made.exists(), "{mode}: ran with the answer");
-    }
-    let spread: Vec<usize> = proxy.counts.iter().map(|c| c.load(std::sync::atomic::Ordering::Relaxed)).collect();
-    assert!(spread.iter().all(|&n| n > 2), "every replica took requests: {spread:?}");
 }

@@ -1,0 +1,340 @@
+//! MCP across `serve` replicas on one Redis (issue #31): a replica's
+//! tool-set changes and reload errors reach the listeners of the others; a
+//! 2025-11-25 session is taken by any replica and deleted through any; a
+//! stream cut on one resumes on another; an answer posted through another
+//! replica reaches the call that asked; three replicas behind a
+//! round-robin proxy serve the Python SDK as one server; and a load of
+//! 1 000 calls through them has no wrong outcome.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost_e2e::mcp::{HttpServer, client};
+use toolhost_e2e::redis::{RedisServer, keyring_file};
+use toolhost_e2e::{Scratch, mcp_python, text, wait_for};
+
+/// Tool-list changes and reload errors across replicas (issue #31): a
+/// plugin added to C's watched folder reaches the clients listening on A
+/// (both protocol generations: their next request may reach C), and C's
+/// reload error reaches a 2025-11-25 session held on A as a log message,
+/// once. A has no plugin folder of its own.
+#[test]
+fn a_change_of_one_replicas_tools_reaches_the_listeners_of_another() {
+    use toolhost_e2e::mcp::client_command;
+    let Some(py) = mcp_python() else { return };
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = server.settings_file(&scratch, "fanout", &extra);
+    let plugins = scratch.outside("c-plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let a = HttpServer::start_with(&scratch, &["--config", config.to_str().unwrap()], &["--replica-id", "a"]);
+    let c_global = ["--config", config.to_str().unwrap(), "--plugins", plugins.to_str().unwrap()];
+    let _c = HttpServer::start_with(&scratch, &c_global, &["--replica-id", "c", "--watch"]);
+    // Two tools of their own names: a second copy of one would clash.
+    for (mode, guest) in [("legacy", "echo"), ("auto", "counter")] {
+        let ready = scratch.outside(&format!("listening-{mode}"));
+        let logs = if mode == "legacy" { 1 } else { 0 };
+        let params = json!({"ready": ready, "logs": logs, "level": "error"});
+        let listener = client_command(py, &scratch, &a.transport(None), mode, "notified", &params)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for("the client to listen on A", Duration::from_secs(60), || ready.exists());
+        std::fs::copy(toolhost_e2e::guest(guest), plugins.join(format!("{guest}.wasm"))).unwrap();
+        if mode == "legacy" {
+            std::fs::write(plugins.join("broken.wasm"), b"\0asm not a component").unwrap();
+        }
+        let out = listener.wait_with_output().unwrap();
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{mode}: the listener on A was not told: {stdout}\n{stderr}");
+        let got: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(got["changed"], 1, "{mode}: {got}");
+        if mode == "legacy" {
+            let logs = got["logs"].as_array().unwrap();
+            assert_eq!(logs.len(), 1, "the reload error once: {got}");
+            assert_eq!(logs[0]["logger"], "toolhost.reload", "{got}");
+            assert!(logs[0]["data"]["file"].as_str().unwrap().ends_with("broken.wasm"), "{got}");
+        }
+    }
+}
+
+/// 2025-11-25 sessions on any replica (issue #31): a session initialised
+/// on A takes its next request on B (restored from the shared record, in
+/// the same agent state), two sessions never see each other's tasks, and a
+/// DELETE through B ends the session on A too, its keys gone.
+#[test]
+fn a_session_begun_on_one_replica_is_taken_by_another_and_deleted_through_any() {
+    use toolhost_e2e::mcp::raw;
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = server.settings_file(&scratch, "sessions", &extra);
+    let global = ["--config", config.to_str().unwrap(), "--allow", "TaskCreate", "--allow", "TaskList"];
+    let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "a"]);
+    let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
+    let (a, b) = (a.addr(), b.addr());
+    let call = |addr: &str, session: &str, tool: &str, args: Value| -> (u16, String) {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}})
+        .to_string();
+        let (answer, _) = raw::exchange(addr, &raw::in_session(addr, session, "POST", &body));
+        let reply = raw::reply(&answer).unwrap_or_default();
+        assert!(reply["result"]["isError"] != true, "{tool} on {addr}: {answer}");
+        (raw::status(&answer), reply["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string())
+    };
+
+    let session = raw::initialize(&a);
+    let made = json!({"subject": "made on B", "description": "d"});
+    assert_eq!(call(&b, &session, "TaskCreate", made).0, 200, "B takes a session it never saw");
+    let (status, listed) = call(&a, &session, "TaskList", json!({}));
+    assert_eq!(status, 200);
+    assert!(listed.contains("made on B"), "A lists what B made in the session: {listed}");
+    let other = raw::initialize(&b);
+    let (_, listed) = call(&a, &other, "TaskList", json!({}));
+    assert!(!listed.contains("made on B"), "another session's tasks: {listed}");
+
+    let (answer, _) = raw::exchange(&b, &raw::in_session(&b, &session, "DELETE", ""));
+    assert!(raw::status(&answer) < 300, "DELETE through B: {answer}");
+    let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}).to_string();
+    wait_for("A to end the deleted session", Duration::from_secs(10), || {
+        let (answer, _) = raw::exchange(&a, &raw::in_session(&a, &session, "POST", &body));
+        raw::status(&answer) == 404
+    });
+    let (answer, _) = raw::exchange(&b, &raw::in_session(&b, &session, "POST", &body));
+    assert_eq!(raw::status(&answer), 404, "B too: {answer}");
+    let state = format!("sessions:state:{}:*", toolhost::state::StateKey::of_session(&session));
+    assert!(server.keys(&state).is_empty(), "the session's state is gone: {:?}", server.keys("sessions:*"));
+    assert_eq!(server.keys("sessions:record:mcp-session:*").len(), 1, "the other session's record stays");
+}
+
+/// Reads from `stream` until `done` holds for what came so far (at most
+/// 30 s); returns it.
+fn read_until(stream: &mut std::net::TcpStream, done: impl Fn(&str) -> bool) -> String {
+    use std::io::Read as _;
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !done(&String::from_utf8_lossy(&got)) {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// A stream cut on one replica resumes on another (issue #31): a call's
+/// response stream is cut on A after its first event, and a `GET` with
+/// `Last-Event-ID` on B (which never saw the session) gets the rest, the
+/// call's result included; the events in Redis are sealed (no output in
+/// clear there).
+#[test]
+fn a_stream_cut_on_one_replica_resumes_on_another_with_the_result() {
+    use std::io::Write as _;
+    use toolhost_e2e::mcp::raw;
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = server.settings_file(&scratch, "resume", &extra);
+    let global = ["--config", config.to_str().unwrap(), "--allow", "Bash"];
+    let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "a"]);
+    let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
+    let (a, b) = (a.addr(), b.addr());
+    let session = raw::initialize(&a);
+    let body = json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+        "params": {"name": "Bash", "arguments": {"command": "sleep 2; echo secret-output-$((6*7))"}}})
+    .to_string();
+    let mut cut = std::net::TcpStream::connect(&a).unwrap();
+    cut.write_all(&raw::in_session(&a, &session, "POST", &body)).unwrap();
+    let first = read_until(&mut cut, |got| got.lines().any(|l| l.starts_with("id:")));
+    let last_id =
+        first.lines().find_map(|l| l.strip_prefix("id:")).expect("a first event with an id").trim().to_string();
+    assert!(!first.contains("secret-output"), "cut before the answer: {first}");
+    drop(cut);
+
+    let get = raw::head(
+        &b,
+        "GET",
+        &[("Mcp-Session-Id", &session), ("MCP-Protocol-Version", raw::LEGACY), ("Last-Event-ID", &last_id)],
+    );
+    let mut resumed = std::net::TcpStream::connect(&b).unwrap();
+    resumed.write_all(&get).unwrap();
+    let rest = read_until(&mut resumed, |got| got.contains("secret-output-42"));
+    assert!(rest.contains("secret-output-42"), "B resumed A's stream with the result: {rest}");
+    assert!(rest.contains("\"id\":41"), "{rest}");
+
+    let logs = server.keys("resume:events:*");
+    assert!(!logs.is_empty(), "the events are kept in Redis");
+    let dump = server.cli(&["XRANGE", &logs[0], "-", "+"]);
+    assert!(!dump.contains("secret-output") && !dump.contains("sleep 2"), "sealed: {dump}");
+}
+
+/// A 2025-11-25 answer reaches the waiting call across replicas (issue
+/// #31): a call on A asks (`elicitation/create`, its id the deployment's:
+/// `a~N`), the client posts the answer through B, and the call on A runs
+/// once with it; an answer to an id no replica gave changes nothing.
+#[test]
+fn an_answer_posted_through_another_replica_reaches_the_call_that_asked() {
+    use std::io::Write as _;
+    use toolhost_e2e::mcp::raw;
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = server.settings_file(&scratch, "answers", &extra);
+    let global = ["--config", config.to_str().unwrap()];
+    let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "a"]);
+    let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
+    let (a, b) = (a.addr(), b.addr());
+    let session = raw::initialize_with(&a, json!({"elicitation": {}}));
+    let made = scratch.work().join("made-through-b");
+    let body = json!({"jsonrpc": "2.0", "id": 51, "method": "tools/call",
+        "params": {"name": "Bash", "arguments": {"command": format!("touch {}", made.display())}}})
+    .to_string();
+    let mut call = std::net::TcpStream::connect(&a).unwrap();
+    call.write_all(&raw::in_session(&a, &session, "POST", &body)).unwrap();
+    let asked = read_until(&mut call, |got| got.contains("elicitation/create"));
+    let request: Value = asked
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|m| m["method"] == "elicitation/create")
+        .unwrap_or_else(|| panic!("A asked: {asked}"));
+    let id = request["id"].as_str().unwrap_or_else(|| panic!("a deployment id: {request}")).to_string();
+    assert!(id.starts_with("a~"), "{id}");
+
+    // An answer to an id no replica gave: dropped, nothing runs.
+    let stray = json!({"jsonrpc": "2.0", "id": "c~1", "result": {"action": "accept",
+        "content": {"decision": "allow_once"}}})
+    .to_string();
+    let (answer, _) = raw::exchange(&b, &raw::in_session(&b, &session, "POST", &stray));
+    assert!(raw::status(&answer) < 300, "{answer}");
+    let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept",
+        "content": {"decision": "allow_once"}}})
+    .to_string();
+    let (posted, _) = raw::exchange(&b, &raw::in_session(&b, &session, "POST", &answer));
+    assert_eq!(raw::status(&posted), 202, "B takes the answer: {posted}");
+    let rest = read_until(&mut call, |got| got.contains("\"id\":51"));
+    assert!(rest.contains("\"id\":51") && !rest.contains("\"isError\":true"), "the call on A ran: {rest}");
+    assert!(made.exists(), "ran once with the answer given through B");
+}
+
+/// Three replicas behind a round-robin proxy (every HTTP request to the
+/// next replica), driven by the Python SDK in both protocol generations
+/// (issue #31): a session's tasks are its own and all there whichever
+/// replica took each call, a deleted session is gone on all, and a
+/// question asked on one replica is answered through another — a
+/// 2025-11-25 elicitation and a 2026-07-28 round — the command running once.
+#[test]
+fn three_replicas_behind_a_round_robin_proxy_serve_one_client_as_one_server() {
+    use toolhost_e2e::mcp::Transport;
+    use toolhost_e2e::proxy::RoundRobin;
+    let Some(py) = mcp_python() else { return };
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = server.settings_file(&scratch, "proxied", &extra);
+    let global = ["--config", config.to_str().unwrap(), "--allow", "TaskCreate", "--allow", "TaskList"];
+    let replicas: Vec<HttpServer> =
+        ["r1", "r2", "r3"].iter().map(|id| HttpServer::start_with(&scratch, &global, &["--replica-id", id])).collect();
+    let proxy = RoundRobin::start(replicas.iter().map(HttpServer::addr).collect());
+    let transport = Transport::Http { url: proxy.url(), token: None };
+
+    let params = json!({"create": ["TaskCreate", {"subject": "mine", "description": "d"}], "list": ["TaskList", {}]});
+    let r = client(py, &scratch, &transport, "legacy", "sessions", params);
+    assert!(r["a_list"]["text"].as_str().unwrap().contains("mine"), "{r}");
+    assert!(!r["b_list"]["text"].as_str().unwrap().contains("mine"), "another session's: {r}");
+    assert!(r["by_hand"]["resumed_list"].as_str().unwrap().contains("mine"), "{r}");
+    assert!(r["by_hand"]["deleted"].as_u64().unwrap() < 300, "{r}");
+
+    for (n, mode) in ["legacy", "auto"].into_iter().enumerate() {
+        let made = scratch.work().join(format!("asked-{n}"));
+        let params = json!({"tool": "Bash", "args": {"command": format!("touch {}", made.display())},
+            "answer": "allow_once"});
+        let r = client(py, &scratch, &transport, mode, "elicit", params);
+        assert_eq!(r["is_error"], false, "{mode}: {r}");
+        assert_eq!(r["asked"].as_array().unwrap().len(), 1, "{mode}: asked once: {r}");
+        assert!(made.exists(), "{mode}: ran with the answer");
+    }
+    let spread: Vec<usize> = proxy.counts.iter().map(|c| c.load(std::sync::atomic::Ordering::Relaxed)).collect();
+    assert!(spread.iter().all(|&n| n > 2), "every replica took requests: {spread:?}");
+}
+
+/// Load (issue #31): three replicas behind the round-robin proxy (every
+/// request to the next replica), eight 2025-11-25 sessions and two
+/// sessionless (2026-07-28) clients, 1 000 calls in all, 32 in flight:
+/// task creations, updates and listings, Read then Edit of each client's
+/// own file, and commands asked about (allowed once or denied). No wrong
+/// outcome: every call reported as done took effect exactly once, every
+/// denied command ran nothing, every session's task list is exactly its
+/// own with unique ids, every file holds exactly its edits.
+#[test]
+fn a_thousand_calls_through_three_replicas_have_no_wrong_outcome() {
+    use toolhost_e2e::mcp::{Transport, client_command};
+    use toolhost_e2e::proxy::RoundRobin;
+    let Some(py) = mcp_python() else { return };
+    let Some(server) = RedisServer::start() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = server.settings_file(&scratch, "load", &extra);
+    let mut global = vec!["--config", config.to_str().unwrap()];
+    for tool in ["TaskCreate", "TaskUpdate", "TaskList", "Read", "Edit"] {
+        global.extend(["--allow", tool]);
+    }
+    let replicas: Vec<HttpServer> =
+        ["r1", "r2", "r3"].iter().map(|id| HttpServer::start_with(&scratch, &global, &["--replica-id", id])).collect();
+    let proxy = RoundRobin::start(replicas.iter().map(HttpServer::addr).collect());
+    let transport = Transport::Http { url: proxy.url(), token: None };
+    let outputs = scratch.work().join("out");
+    std::fs::create_dir_all(&outputs).unwrap();
+
+    let clients: Vec<(String, &str)> =
+        (0..10).map(|n| (format!("c{n}"), if n < 8 { "legacy" } else { "auto" })).collect();
+    let sessionless: Vec<&str> = clients.iter().filter(|(_, m)| *m == "auto").map(|(t, _)| t.as_str()).collect();
+    let running: Vec<_> = clients
+        .iter()
+        .map(|(tag, mode)| {
+            let file = scratch.work().join(format!("{tag}.txt"));
+            std::fs::write(&file, "version v0 of the file\n").unwrap();
+            // A sessionless client shares the one sessionless state with the other.
+            let sharing: Vec<&str> = if *mode == "auto" { sessionless.clone() } else { vec![tag.as_str()] };
+            let params = json!({"tag": tag, "dir": outputs, "file": file, "calls": 100, "inflight": 3,
+                "sharing": sharing});
+            let child = client_command(py, &scratch, &transport, mode, "load", &params)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (tag.clone(), *mode, file, child)
+        })
+        .collect();
+    let mut creations = 0;
+    for (tag, mode, file, child) in running {
+        let out = child.wait_with_output().unwrap();
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{tag} ({mode}): {stdout}\n{stderr}");
+        let got: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(got["wrong"], json!([]), "{tag} ({mode}): wrong outcomes");
+        let created: Vec<u64> = got["created"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let mut unique = created.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), created.len(), "{tag}: a task id given twice: {created:?}");
+        creations += created.len();
+        let listed: Vec<&str> =
+            got["final_list"].as_str().unwrap().lines().filter(|l| l.contains(&format!(" {tag}-"))).collect();
+        assert_eq!(listed.len(), created.len(), "{tag}: every task made is listed once: {listed:?}");
+        let edits = got["edits"].as_u64().unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), format!("version v{edits} of the file\n"), "{tag}");
+        assert!(got["asked"].as_u64().unwrap() > 0, "{tag}: {got}");
+        for i in 0..100 {
+            let allowed = outputs.join(format!("{tag}-allowed-{i}"));
+            assert_eq!(allowed.exists(), i % 6 == 4, "{tag}: {}", allowed.display());
+            assert!(!outputs.join(format!("{tag}-denied-{i}")).exists(), "{tag}: a denied command ran");
+        }
+    }
+    let spread: Vec<usize> = proxy.counts.iter().map(|c| c.load(std::sync::atomic::Ordering::Relaxed)).collect();
+    eprintln!("1000 calls, {creations} tasks made; requests per replica: {spread:?}");
+    assert!(spread.iter().all(|&n| n > 200), "the load went to every replica: {spread:?}");
+}
