@@ -12,6 +12,8 @@ use toolhost_redis::RedisOptions;
 
 /// One `redis-server` of a test's own; stopped when dropped.
 pub struct RedisServer {
+    /// Whether it keeps an append-only file (every write synced).
+    persistent: bool,
     child: Option<Child>,
     /// Its port on 127.0.0.1.
     pub port: u16,
@@ -35,11 +37,22 @@ impl RedisServer {
     /// A server on a free port, without persistence; `None` when
     /// `redis-server` is missing (see [`have_redis`]).
     pub fn start() -> Option<Self> {
+        Self::start_with(false)
+    }
+
+    /// [`RedisServer::start`] with an append-only file, each write synced
+    /// (`appendfsync always`): what it acknowledged outlives a crash.
+    pub fn start_persistent() -> Option<Self> {
+        Self::start_with(true)
+    }
+
+    fn start_with(persistent: bool) -> Option<Self> {
         if !have_redis() {
             return None;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let mut server = Self {
+            persistent,
             child: None,
             port,
             password: format!("pw-{}-{port}", std::process::id()),
@@ -55,7 +68,12 @@ impl RedisServer {
         let log = std::fs::File::create(self.dir.path().join("redis.log")).unwrap();
         let child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--requirepass", &self.password])
-            .args(["--save", "", "--appendonly", "no", "--protected-mode", "yes"])
+            .args(["--save", "", "--protected-mode", "yes"])
+            .args(if self.persistent {
+                ["--appendonly", "yes", "--appendfsync", "always"]
+            } else {
+                ["--appendonly", "no", "--appendfsync", "everysec"]
+            })
             .arg("--dir")
             .arg(self.dir.path())
             .stdout(log.try_clone().unwrap())

@@ -338,3 +338,94 @@ fn a_thousand_calls_through_three_replicas_have_no_wrong_outcome() {
     eprintln!("1000 calls, {creations} tasks made; requests per replica: {spread:?}");
     assert!(spread.iter().all(|&n| n > 200), "the load went to every replica: {spread:?}");
 }
+
+/// `toolhost <global…> serve --http 127.0.0.1:PORT --replica-id ID`.
+fn replica_on(scratch: &Scratch, global: &[&str], port: u16, id: &str) -> HttpServer {
+    let mut args = toolhost_e2e::mcp::serve_args(&[]);
+    args.pop(); // `serve`, which goes after the global flags
+    args.extend(global.iter().map(|s| s.to_string()));
+    args.extend(["serve", "--http", &format!("127.0.0.1:{port}"), "--replica-id", id].map(String::from));
+    HttpServer::spawn(scratch, &args)
+}
+
+/// A `tools/call` of `tool` with `args` in the 2025-11-25 session
+/// `session` at `addr`: the HTTP status and the result (`null` without one).
+fn session_call(addr: &str, session: &str, tool: &str, args: Value) -> (u16, Value) {
+    use toolhost_e2e::mcp::raw;
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": tool, "arguments": args}})
+        .to_string();
+    let (answer, _) = raw::exchange(addr, &raw::in_session(addr, session, "POST", &body));
+    (raw::status(&answer), raw::reply(&answer).map(|r| r["result"].clone()).unwrap_or(Value::Null))
+}
+
+/// Faults (issue #31). A replica killed (SIGKILL) in the middle of a call
+/// loses that call only: the client's next requests go through the other
+/// replica in the same session, and the killed one, started again on its
+/// port, takes the session too. Redis restarted (append-only file on): a
+/// call in the outage ends within the command timeout with the store's
+/// error and changes nothing, and the replicas carry on afterwards without
+/// a restart, every task made before or after there once.
+#[test]
+fn a_replica_killed_mid_call_or_a_redis_restart_loses_only_what_was_running() {
+    use toolhost_e2e::mcp::raw;
+    let Some(mut server) = RedisServer::start_persistent() else { return };
+    let scratch = Scratch::new();
+    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
+    let config = server.settings_file(&scratch, "faults", &extra);
+    // The file ends with [state.redis].
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("command_timeout_ms = 500\n");
+    std::fs::write(&config, text).unwrap();
+    let global =
+        ["--config", config.to_str().unwrap(), "--allow", "TaskCreate", "--allow", "TaskList", "--allow", "Bash"];
+    let port_a = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut a = replica_on(&scratch, &global, port_a, "a");
+    let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
+    let (addr_a, addr_b) = (a.addr(), b.addr());
+    let session = toolhost_e2e::mcp::raw::initialize(&addr_a);
+    let task = |subject: &str| json!({"subject": subject, "description": "d"});
+    assert_eq!(session_call(&addr_a, &session, "TaskCreate", task("before")).0, 200);
+
+    // A call running on A when A is killed. (Its command, in a process
+    // group of its own, is not killed with A: it runs to its end.)
+    let late = scratch.work().join("finished-late");
+    let (slow_addr, slow_session) = (addr_a.clone(), session.clone());
+    let command = format!("sleep 5; touch {}", late.display());
+    let slow = std::thread::spawn(move || session_call(&slow_addr, &slow_session, "Bash", json!({"command": command})));
+    std::thread::sleep(Duration::from_millis(800));
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let (status, result) = slow.join().unwrap();
+    assert!(status != 200 || result.is_null(), "the killed call did not complete: {status} {result}");
+    let (status, result) = session_call(&addr_b, &session, "TaskCreate", task("after the kill"));
+    assert_eq!((status, &result["isError"]), (200, &json!(false)), "B takes the session: {result}");
+    let a = replica_on(&scratch, &global, port_a, "a");
+    let (_, listed) = session_call(&a.addr(), &session, "TaskList", json!({}));
+    let listed = listed["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert!(listed.contains("before") && listed.contains("after the kill"), "A, started again: {listed}");
+
+    // Redis restarted: what it acknowledged is there after.
+    server.stop();
+    let started = std::time::Instant::now();
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "TaskCreate", "arguments": task("in the outage")}})
+    .to_string();
+    let (answer, _) = raw::exchange(&addr_b, &raw::in_session(&addr_b, &session, "POST", &body));
+    assert!(started.elapsed() < Duration::from_secs(10), "the store's error came within the timeout");
+    // The session's stream cannot be kept either: the request is refused
+    // before it runs (HTTP 500), or the call ends with the store's error.
+    assert!(
+        answer.contains("state store is unavailable") && answer.contains("nothing was changed"),
+        "the store's error: {answer}"
+    );
+    server.restart();
+    wait_for("B to reach Redis again", Duration::from_secs(20), || {
+        session_call(&addr_b, &session, "TaskCreate", task("after the restart")).1["isError"] == false
+    });
+    let (_, listed) = session_call(&a.addr(), &session, "TaskList", json!({}));
+    let listed = listed["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    for subject in ["before", "after the kill", "after the restart"] {
+        assert_eq!(listed.matches(subject).count(), 1, "{subject} once: {listed}");
+    }
+    assert!(!listed.contains("in the outage"), "the call in the outage changed nothing: {listed}");
+}
