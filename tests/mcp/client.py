@@ -281,6 +281,18 @@ async def names(c):
     return sorted(t.name for t in (await c.list_tools()).tools)
 
 
+def list_changes():
+    """A queue of the server's tools/list_changed notifications, and the
+    message handler (legacy sessions) that fills it."""
+    changes = asyncio.Queue()
+
+    async def on_message(m):
+        if isinstance(m, ToolListChangedNotification):
+            changes.put_nowait(m)
+
+    return changes, on_message
+
+
 async def scenario_list_changed(opts, p):
     """Each change of the server's tool set is one notification to a listening
     client (2026-07-28: on its subscriptions/listen stream; 2025-11-25: a
@@ -292,11 +304,7 @@ async def scenario_list_changed(opts, p):
     seconds = p.get("seconds", 30)
     out = {"before": None, "after": []}
     if opts["mode"] == "legacy":
-        changes = asyncio.Queue()
-
-        async def on_message(m):
-            if isinstance(m, ToolListChangedNotification):
-                changes.put_nowait(m)
+        changes, on_message = list_changes()
 
         async with client(opts, message_handler=on_message) as c:
             out["before"] = await names(c)
@@ -334,11 +342,7 @@ async def scenario_notified(opts, p):
             enough_logs.set()
 
     if opts["mode"] == "legacy":
-        changes = asyncio.Queue()
-
-        async def on_message(m):
-            if isinstance(m, ToolListChangedNotification):
-                changes.put_nowait(m)
+        changes, on_message = list_changes()
 
         async with client(opts, message_handler=on_message, logging_callback=on_log) as c:
             if "level" in p:
@@ -630,11 +634,7 @@ async def scenario_background_load(opts, p):
         out["call"] = result_json(await c.call_tool(tool, p["args"]))
 
     if opts["mode"] == "legacy":
-        changes = asyncio.Queue()
-
-        async def on_message(m):
-            if isinstance(m, ToolListChangedNotification):
-                changes.put_nowait(m)
+        changes, on_message = list_changes()
 
         async with client(opts, message_handler=on_message, logging_callback=on_log) as c:
             out["before"] = await names(c)

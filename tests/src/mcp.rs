@@ -341,6 +341,21 @@ pub mod raw {
         (String::from_utf8_lossy(&got).into_owned(), started.elapsed())
     }
 
+    /// Reads from `stream` until `done` holds for what came so far (or the
+    /// stream ends, or 60 s pass); returns what came.
+    pub fn read_until(stream: &mut TcpStream, done: impl Fn(&str) -> bool) -> String {
+        stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !done(&String::from_utf8_lossy(&got)) {
+            match stream.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        String::from_utf8_lossy(&got).into_owned()
+    }
+
     /// The status code of an answer.
     pub fn status(answer: &str) -> u16 {
         answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)

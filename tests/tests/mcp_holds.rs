@@ -112,20 +112,6 @@ fn mcp_unread_streams_have_their_own_bound_and_leave_room_for_calls() {
     });
 }
 
-/// Reads until `needle` has come (or the stream ends, or 60 s pass).
-fn read_until(stream: &mut TcpStream, needle: &str) -> String {
-    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&got).contains(needle) {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-    }
-    String::from_utf8_lossy(&got).into_owned()
-}
-
 /// A 2025-11-25 client that can elicit starts calls that ask (Bash in the
 /// default mode) and never answers: before, each question held its
 /// connection slot for as long as it went unanswered, and with as many
@@ -148,7 +134,7 @@ fn mcp_unanswered_questions_leave_room_for_calls() {
     let mut waiting = Vec::new();
     for i in 0..32 {
         let mut stream = send_only(&addr, &call(i));
-        let seen = read_until(&mut stream, "elicitation/create");
+        let seen = raw::read_until(&mut stream, |got| got.contains("elicitation/create"));
         assert!(seen.contains("elicitation/create"), "question {i} is asked: {seen}");
         waiting.push(stream);
     }

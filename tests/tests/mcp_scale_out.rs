@@ -109,22 +109,6 @@ fn a_session_begun_on_one_replica_is_taken_by_another_and_deleted_through_any() 
     assert_eq!(server.keys("sessions:record:mcp-session:*").len(), 1, "the other session's record stays");
 }
 
-/// Reads from `stream` until `done` holds for what came so far (at most
-/// 30 s); returns it.
-fn read_until(stream: &mut std::net::TcpStream, done: impl Fn(&str) -> bool) -> String {
-    use std::io::Read as _;
-    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !done(&String::from_utf8_lossy(&got)) {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-    }
-    String::from_utf8_lossy(&got).into_owned()
-}
-
 /// A stream cut on one replica resumes on another (issue #31): a call's
 /// response stream is cut on A after its first event, and a `GET` with
 /// `Last-Event-ID` on B (which never saw the session) gets the rest, the
@@ -148,7 +132,7 @@ fn a_stream_cut_on_one_replica_resumes_on_another_with_the_result() {
     .to_string();
     let mut cut = std::net::TcpStream::connect(&a).unwrap();
     cut.write_all(&raw::in_session(&a, &session, "POST", &body)).unwrap();
-    let first = read_until(&mut cut, |got| got.lines().any(|l| l.starts_with("id:")));
+    let first = raw::read_until(&mut cut, |got| got.lines().any(|l| l.starts_with("id:")));
     let last_id =
         first.lines().find_map(|l| l.strip_prefix("id:")).expect("a first event with an id").trim().to_string();
     assert!(!first.contains("secret-output"), "cut before the answer: {first}");
@@ -161,7 +145,7 @@ fn a_stream_cut_on_one_replica_resumes_on_another_with_the_result() {
     );
     let mut resumed = std::net::TcpStream::connect(&b).unwrap();
     resumed.write_all(&get).unwrap();
-    let rest = read_until(&mut resumed, |got| got.contains("secret-output-42"));
+    let rest = raw::read_until(&mut resumed, |got| got.contains("secret-output-42"));
     assert!(rest.contains("secret-output-42"), "B resumed A's stream with the result: {rest}");
     assert!(rest.contains("\"id\":41"), "{rest}");
 
@@ -194,7 +178,7 @@ fn an_answer_posted_through_another_replica_reaches_the_call_that_asked() {
     .to_string();
     let mut call = std::net::TcpStream::connect(&a).unwrap();
     call.write_all(&raw::in_session(&a, &session, "POST", &body)).unwrap();
-    let asked = read_until(&mut call, |got| got.contains("elicitation/create"));
+    let asked = raw::read_until(&mut call, |got| got.contains("elicitation/create"));
     let request: Value = asked
         .lines()
         .filter_map(|l| l.strip_prefix("data:"))
@@ -215,7 +199,7 @@ fn an_answer_posted_through_another_replica_reaches_the_call_that_asked() {
     .to_string();
     let (posted, _) = raw::exchange(&b, &raw::in_session(&b, &session, "POST", &answer));
     assert_eq!(raw::status(&posted), 202, "B takes the answer: {posted}");
-    let rest = read_until(&mut call, |got| got.contains("\"id\":51"));
+    let rest = raw::read_until(&mut call, |got| got.contains("\"id\":51"));
     assert!(rest.contains("\"id\":51") && !rest.contains("\"isError\":true"), "the call on A ran: {rest}");
     assert!(made.exists(), "ran once with the answer given through B");
 }

@@ -99,14 +99,8 @@ fn nests_too_deep(src: &str) -> bool {
     let mut open = [0usize; 3];
     let mut deepest = 0;
     for b in src.bytes() {
-        match b {
-            b'(' => open[0] += 1,
-            b'[' => open[1] += 1,
-            b'{' => open[2] += 1,
-            b')' => open[0] = open[0].saturating_sub(1),
-            b']' => open[1] = open[1].saturating_sub(1),
-            b'}' => open[2] = open[2].saturating_sub(1),
-            _ => continue,
+        if !count_bracket(&mut open, b) {
+            continue;
         }
         deepest = deepest.max(open.iter().sum());
     }
@@ -231,18 +225,25 @@ fn inside_brackets(text: &str) -> bool {
         if std::mem::take(&mut escaped) {
             continue;
         }
-        match b {
-            b'\\' => escaped = true,
-            b'(' => open[0] += 1,
-            b'[' => open[1] += 1,
-            b'{' => open[2] += 1,
-            b')' => open[0] = open[0].saturating_sub(1),
-            b']' => open[1] = open[1].saturating_sub(1),
-            b'}' => open[2] = open[2].saturating_sub(1),
-            _ => {}
-        }
+        escaped = b == b'\\';
+        count_bracket(&mut open, b);
     }
     open.iter().any(|&depth| depth > 0)
+}
+
+/// Moves `open`, the depths of `(`, `[` and `{`, by the byte `b`, each
+/// closed only by its own kind; whether `b` was a bracket.
+fn count_bracket(open: &mut [usize; 3], b: u8) -> bool {
+    match b {
+        b'(' => open[0] += 1,
+        b'[' => open[1] += 1,
+        b'{' => open[2] += 1,
+        b')' => open[0] = open[0].saturating_sub(1),
+        b']' => open[1] = open[1].saturating_sub(1),
+        b'}' => open[2] = open[2].saturating_sub(1),
+        _ => return false,
+    }
+    true
 }
 
 /// A here-document's start in a command's text: `<<` or `<<-`, then its
