@@ -374,10 +374,11 @@ impl Quoting {
                 (_, b'(') if i > 0 && b"!@*+?".contains(&bytes[i - 1]) => self.open.push(Inside::Pattern),
                 (_, b'(') => self.open.push(Inside::Parens),
                 (Some(Inside::Parens | Inside::Pattern), b')') => drop(self.open.pop()),
-                // A comment starts a word: after a blank or an operator,
-                // not after a carriage return, which the shell reads as
-                // part of a word (fuzzed: `$(\r#<<c`).
-                (_, b'#') if i == 0 || b" \t;|&()".contains(&bytes[i - 1]) => return starts,
+                // A comment starts a word: after a blank or an operator
+                // (a redirection's too: fuzzed `<#<<c`), not after a
+                // carriage return, which the shell reads as part of a word
+                // (fuzzed: `$(\r#<<c`).
+                (_, b'#') if i == 0 || b" \t;|&()<>".contains(&bytes[i - 1]) => return starts,
                 (Some(Inside::Pattern), _) => {}
                 (_, b'<') if next == Some(b'<') => {
                     if bytes.get(i + 2) == Some(&b'<') {
@@ -1423,6 +1424,7 @@ mod tests {
         assert!(parser_would_choke("\"<<c\n$(<<c\n)\nc"), "nor one in quotes");
         assert!(parser_would_choke("$(\r#<<c\n)\nc"), "a # after a carriage return starts no comment");
         assert!(parser_would_choke("!(<<c\n)$(<<c\n)\nc"), "nor one in an extended glob");
+        assert!(parser_would_choke("<#<<c\n$(<<c\n)\nc"), "a # after a redirection starts a comment");
         let commit = "git commit -m \"$(cat <<'EOF'\nfix(x): a (bracket)\nEOF\n)\" # done";
         assert!(!parser_would_choke(commit), "a here-document in $( inside quotes is one");
         assert!(!parser_would_choke("[[ $(x) ]] && cat <<EOF\nhi\nEOF"), "well nested");
