@@ -6,9 +6,10 @@ Rows: 1 replica with `[state] store = "local"`, 1 replica with `redis`, 3
 replicas with `redis` behind the tests' round-robin proxy (every HTTP
 request to the next replica: `target/<profile>/round_robin`). Each row calls
 TaskCreate and Read (a small file) with 1 and 32 calls in flight through
-the thin JSON-RPC client of `mcp_serve_vs_fastmcp.py --client raw` (a
-2025-11-25 session: with 3 replicas its requests land on all three, each
-restoring the session from Redis). Reports calls/s, p50/p99, the CPU time
+the thin JSON-RPC client of `mcp_serve_vs_fastmcp.py --client raw`, each
+call in flight in a 2025-11-25 session of its own and a new session every
+50 calls, so that no task list grows past 50 (with 3 replicas a session's
+requests land on all three, each restoring it from Redis). Reports calls/s, p50/p99, the CPU time
 per call summed over the replicas and redis-server, and the Redis commands
 per call: round trips (what a process sends: a script counts once; counted
 with `MONITOR` over a separate pass of 200 calls, one in flight) and all
@@ -40,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mcp_serve_vs_fastmcp import RawHttpClient, cpu_seconds, free_port  # noqa: E402
 
 TOOLS = ["TaskCreate", "Read"]
+SESSION_CALLS = 50
 
 
 def redis_cli(port, *args):
@@ -123,27 +125,40 @@ def start_proxy(opts, urls):
 
 
 async def measure(url, tool, args, calls, inflight, warmup, pids, redis_port):
-    async with RawHttpClient(url) as client:
-        for _ in range(warmup):
-            await client.call_tool(tool, args())
+    """`calls` calls of `tool`, `inflight` at once, each in flight in a
+    2025-11-25 session of its own (one session's task list is one
+    compare-and-set loop: 32 writers on one list measure its contention, not
+    the deployment)."""
+    # A session holds at most SESSION_CALLS of the calls: a task list that
+    # grew to thousands of tasks would measure its own size.
+    share = [calls // inflight + (1 if i < calls % inflight else 0) for i in range(inflight)]
+    sessions = [[RawHttpClient(url) for _ in range(max(1, -(-n // SESSION_CALLS)))] for n in share]
+    clients = [c for per_worker in sessions for c in per_worker]
+    for client in clients:
+        await client.__aenter__()
+    try:
+        for i in range(warmup):
+            await clients[i % len(clients)].call_tool(tool, args())
         latencies = []
         cpu_before = sum(cpu_seconds(p) for p in pids)
         commands_before = redis_commands(redis_port) if redis_port else 0
 
-        async def worker(n):
-            for _ in range(n):
+        async def worker(mine, n):
+            for k in range(n):
                 t = time.perf_counter()
-                r = await client.call_tool(tool, args())
+                r = await mine[k // SESSION_CALLS].call_tool(tool, args())
                 latencies.append(time.perf_counter() - t)
                 if r.is_error:
                     raise RuntimeError(f"{tool} failed: {[c.text for c in r.content]}")
 
-        share = [calls // inflight + (1 if i < calls % inflight else 0) for i in range(inflight)]
         started = time.perf_counter()
-        await asyncio.gather(*(worker(n) for n in share))
+        await asyncio.gather(*(worker(mine, n) for mine, n in zip(sessions, share)))
         wall = time.perf_counter() - started
+    finally:
+        for client in clients:
+            await client.__aexit__(None, None, None)
     cpu = sum(cpu_seconds(p) for p in pids) - cpu_before
-    # The commands of the measured calls only (the client's session end comes after).
+    # The commands of the measured calls only (the INFO before counts itself).
     commands = (redis_commands(redis_port) - commands_before - 1) if redis_port else 0
     latencies.sort()
     return {
