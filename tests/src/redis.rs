@@ -163,6 +163,13 @@ impl RedisServer {
         file
     }
 
+    /// [`RedisServer::settings_file`] of a deployment: with a keyring of its
+    /// own ([`keyring_file`]), as `serve` with Redis needs.
+    pub fn deployment_settings(&self, scratch: &crate::Scratch, prefix: &str) -> PathBuf {
+        let extra = format!("keyring_file = \"{}\"", keyring_file(scratch).display());
+        self.settings_file(scratch, prefix, &extra)
+    }
+
     /// What it logged.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()

@@ -9,8 +9,10 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolhost_e2e::mcp::Transport;
 use toolhost_e2e::mcp::{HttpServer, client};
-use toolhost_e2e::redis::{RedisServer, keyring_file};
+use toolhost_e2e::proxy::RoundRobin;
+use toolhost_e2e::redis::RedisServer;
 use toolhost_e2e::{Scratch, mcp_python, text, wait_for};
 
 /// Tool-list changes and reload errors across replicas (issue #31): a
@@ -24,8 +26,7 @@ fn a_change_of_one_replicas_tools_reaches_the_listeners_of_another() {
     let Some(py) = mcp_python() else { return };
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = server.settings_file(&scratch, "fanout", &extra);
+    let config = server.deployment_settings(&scratch, "fanout");
     let plugins = scratch.outside("c-plugins");
     std::fs::create_dir_all(&plugins).unwrap();
     let a = HttpServer::start_with(&scratch, &["--config", config.to_str().unwrap()], &["--replica-id", "a"]);
@@ -69,8 +70,7 @@ fn a_session_begun_on_one_replica_is_taken_by_another_and_deleted_through_any() 
     use toolhost_e2e::mcp::raw;
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = server.settings_file(&scratch, "sessions", &extra);
+    let config = server.deployment_settings(&scratch, "sessions");
     let global = ["--config", config.to_str().unwrap(), "--allow", "TaskCreate", "--allow", "TaskList"];
     let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "a"]);
     let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
@@ -120,8 +120,7 @@ fn a_stream_cut_on_one_replica_resumes_on_another_with_the_result() {
     use toolhost_e2e::mcp::raw;
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = server.settings_file(&scratch, "resume", &extra);
+    let config = server.deployment_settings(&scratch, "resume");
     let global = ["--config", config.to_str().unwrap(), "--allow", "Bash"];
     let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "a"]);
     let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
@@ -165,8 +164,7 @@ fn an_answer_posted_through_another_replica_reaches_the_call_that_asked() {
     use toolhost_e2e::mcp::raw;
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = server.settings_file(&scratch, "answers", &extra);
+    let config = server.deployment_settings(&scratch, "answers");
     let global = ["--config", config.to_str().unwrap()];
     let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "a"]);
     let b = HttpServer::start_with(&scratch, &global, &["--replica-id", "b"]);
@@ -204,6 +202,16 @@ fn an_answer_posted_through_another_replica_reaches_the_call_that_asked() {
     assert!(made.exists(), "ran once with the answer given through B");
 }
 
+/// Three replicas `r1`…`r3` (`toolhost <global…> serve --http`) behind a
+/// round-robin proxy, and the transport to the proxy.
+fn three_behind_a_proxy(scratch: &Scratch, global: &[&str]) -> (Vec<HttpServer>, RoundRobin, Transport) {
+    let replicas: Vec<HttpServer> =
+        ["r1", "r2", "r3"].iter().map(|id| HttpServer::start_with(scratch, global, &["--replica-id", id])).collect();
+    let proxy = RoundRobin::start(replicas.iter().map(HttpServer::addr).collect());
+    let transport = Transport::Http { url: proxy.url(), token: None };
+    (replicas, proxy, transport)
+}
+
 /// Three replicas behind a round-robin proxy (every HTTP request to the
 /// next replica), driven by the Python SDK in both protocol generations
 /// (issue #31): a session's tasks are its own and all there whichever
@@ -212,18 +220,12 @@ fn an_answer_posted_through_another_replica_reaches_the_call_that_asked() {
 /// 2025-11-25 elicitation and a 2026-07-28 round — the command running once.
 #[test]
 fn three_replicas_behind_a_round_robin_proxy_serve_one_client_as_one_server() {
-    use toolhost_e2e::mcp::Transport;
-    use toolhost_e2e::proxy::RoundRobin;
     let Some(py) = mcp_python() else { return };
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = server.settings_file(&scratch, "proxied", &extra);
+    let config = server.deployment_settings(&scratch, "proxied");
     let global = ["--config", config.to_str().unwrap(), "--allow", "TaskCreate", "--allow", "TaskList"];
-    let replicas: Vec<HttpServer> =
-        ["r1", "r2", "r3"].iter().map(|id| HttpServer::start_with(&scratch, &global, &["--replica-id", id])).collect();
-    let proxy = RoundRobin::start(replicas.iter().map(HttpServer::addr).collect());
-    let transport = Transport::Http { url: proxy.url(), token: None };
+    let (_replicas, proxy, transport) = three_behind_a_proxy(&scratch, &global);
 
     let params = json!({"create": ["TaskCreate", {"subject": "mine", "description": "d"}], "list": ["TaskList", {}]});
     let r = client(py, &scratch, &transport, "legacy", "sessions", params);
@@ -255,21 +257,16 @@ fn three_replicas_behind_a_round_robin_proxy_serve_one_client_as_one_server() {
 /// own with unique ids, every file holds exactly its edits.
 #[test]
 fn a_thousand_calls_through_three_replicas_have_no_wrong_outcome() {
-    use toolhost_e2e::mcp::{Transport, client_command};
-    use toolhost_e2e::proxy::RoundRobin;
+    use toolhost_e2e::mcp::client_command;
     let Some(py) = mcp_python() else { return };
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = server.settings_file(&scratch, "load", &extra);
+    let config = server.deployment_settings(&scratch, "load");
     let mut global = vec!["--config", config.to_str().unwrap()];
     for tool in ["TaskCreate", "TaskUpdate", "TaskList", "Read", "Edit"] {
         global.extend(["--allow", tool]);
     }
-    let replicas: Vec<HttpServer> =
-        ["r1", "r2", "r3"].iter().map(|id| HttpServer::start_with(&scratch, &global, &["--replica-id", id])).collect();
-    let proxy = RoundRobin::start(replicas.iter().map(HttpServer::addr).collect());
-    let transport = Transport::Http { url: proxy.url(), token: None };
+    let (_replicas, proxy, transport) = three_behind_a_proxy(&scratch, &global);
     let outputs = scratch.work().join("out");
     std::fs::create_dir_all(&outputs).unwrap();
 
@@ -354,8 +351,7 @@ fn a_replica_killed_mid_call_or_a_redis_restart_loses_only_what_was_running() {
     use toolhost_e2e::mcp::raw;
     let Some(mut server) = RedisServer::start_persistent() else { return };
     let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = server.settings_file(&scratch, "faults", &extra);
+    let config = server.deployment_settings(&scratch, "faults");
     // The file ends with [state.redis].
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str("command_timeout_ms = 500\n");

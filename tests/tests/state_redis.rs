@@ -218,8 +218,7 @@ fn probe(addr: &str, path: &str) -> (u16, String) {
 fn readyz_tells_a_balancer_when_the_state_store_is_down() {
     let Some(mut server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = server.settings_file(&scratch, "health", &extra);
+    let config = server.deployment_settings(&scratch, "health");
     let serve = HttpServer::start_with(&scratch, &["--config", config.to_str().unwrap()], &["--token", "t0ken"]);
     let addr = serve.addr();
     assert_eq!(probe(&addr, "/healthz"), (200, "ok".to_string()));
@@ -244,8 +243,7 @@ fn a_rule_remembered_through_one_serve_holds_on_every_other_until_forgotten() {
     let Some(py) = mcp_python() else { return };
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = server.settings_file(&scratch, "rules", &extra);
+    let config = server.deployment_settings(&scratch, "rules");
     let settings_before = std::fs::read_to_string(&config).unwrap();
     let global = ["--config", config.to_str().unwrap()];
     let a = HttpServer::start_with(&scratch, &global, &["--replica-id", "replica-a"]);
@@ -325,8 +323,7 @@ fn a_fifo_in_place_of_a_redis_file_is_refused_without_waiting() {
 fn the_replicas_are_listed_from_the_store_and_a_clash_or_another_policy_is_told() {
     let Some(server) = RedisServer::start() else { return };
     let scratch = Scratch::new();
-    let extra = format!("keyring_file = \"{}\"", keyring_file(&scratch).display());
-    let config = server.settings_file(&scratch, "replicas", &extra);
+    let config = server.deployment_settings(&scratch, "replicas");
     let status = || {
         let out = scratch.cli(&["--config", config.to_str().unwrap(), "status", "--json"]);
         let (stdout, stderr) = text(&out);
