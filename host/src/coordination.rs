@@ -21,7 +21,7 @@ mod events;
 mod records;
 mod replicas;
 
-pub use event_log::{EventLog, LoggedEvent, MAX_LOGGED_EVENTS, MemoryEventLog};
+pub use event_log::{EventLog, LoggedEvent, MAX_LOGGED_EVENTS, MemoryEventLog, START};
 pub use events::{BusMessage, EventBus, MAX_MESSAGE_BYTES};
 pub use records::{MemoryRecords, RecordStore};
 pub use replicas::{MemoryReplicas, ReplicaRecord, ReplicaRegistry};

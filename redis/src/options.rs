@@ -128,7 +128,10 @@ impl RedisOptions {
         if let Some(password) = &self.password {
             settings = settings.set_password(password);
         }
-        let info = info.set_redis_settings(settings);
+        // RESP3: the connection tells its manager when it drops, so an idle
+        // process reconnects in the background instead of failing the first
+        // command after Redis comes back.
+        let info = info.set_redis_settings(settings.set_protocol(redis::ProtocolVersion::RESP3));
         let built = match (&self.ca_pem, tls) {
             (Some(ca), true) => redis::Client::build_with_tls(
                 info,

@@ -26,6 +26,14 @@ use crate::scripts;
 /// the oldest.
 const BUS_BACKLOG: usize = 256;
 
+/// How many times a dropped connection is tried again in the background
+/// before the next command starts over (delays growing to
+/// [`RECONNECT_MAX_DELAY`]: about ten seconds in all).
+const RECONNECT_ATTEMPTS: usize = 12;
+
+/// The longest wait between two attempts to reconnect.
+const RECONNECT_MAX_DELAY: Duration = Duration::from_secs(1);
+
 /// The group-change receivers of this process, by state.
 type Listeners = Mutex<HashMap<StateKey, watch::Sender<u64>>>;
 
@@ -76,7 +84,10 @@ impl RedisStore {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1);
+            // Reconnecting keeps trying for about as long as Redis takes to
+            // restart; a command waits for it no longer than its timeout.
+            .set_number_of_retries(RECONNECT_ATTEMPTS)
+            .set_max_delay(RECONNECT_MAX_DELAY);
         let connection = bounded(&server, timeout, client.get_connection_manager_with_config(config)).await?;
         let channel = format!("{}:events", options.key_prefix);
         let listeners = Arc::new(Listeners::default());

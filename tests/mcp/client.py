@@ -367,9 +367,17 @@ async def scenario_load(opts, p):
     TaskList, Read then Edit of its own file (`file`, holding `v0`, one
     edit at a time), and Bash asks answered allow once or deny (`touch
     DIR/TAG-allowed-i` / `-denied-i`). Returns what it saw; `wrong` lists
-    every outcome that was not the one expected."""
+    every outcome that was not the one expected.
+
+    `kinds` limits the calls to those kinds (the index modulo 6 above);
+    `until` (a path) keeps calling past `calls` until that file exists;
+    `started` (a path) is written once `calls` calls are done;
+    `outage` (true while the state store may be down) takes a call that
+    ends with the store's error as refused, not wrong, and lists the
+    subjects of refused creations in `refused_subjects`."""
     tag, folder, own = p["tag"], p["dir"], p["file"]
-    out = {"created": [], "wrong": [], "asked": 0, "conflicts": 0}
+    kinds = p.get("kinds", list(range(6)))
+    out = {"created": [], "wrong": [], "asked": 0, "refused": 0, "refused_subjects": []}
     edit_lock = asyncio.Lock()
     version = {"n": 0}
 
@@ -381,60 +389,94 @@ async def scenario_load(opts, p):
     def text_of(r):
         return "".join(getattr(c, "text", "") for c in r.content)
 
-    async with client(opts, elicitation_callback=on_elicit) as c:
+    # The SDK (2.3.0) can fail while it closes (a response stream still
+    # forwarding into the closed session: anyio.ClosedResourceError) after
+    # every call returned. What the calls saw is the result then; a failure
+    # before the last list is not hidden.
+    try:
+        async with client(opts, elicitation_callback=on_elicit) as c:
 
-        async def one(i):
-            kind = i % 6
-            if kind == 0 or not out["created"]:
-                r = await c.call_tool("TaskCreate", {"subject": f"{tag}-{i}", "description": "load"})
-                t = text_of(r)
-                m = re.match(r"Task \(id=(\d+)\) created successfully: (.*)", t)
-                if r.is_error or not m or m.group(2) != f"{tag}-{i}":
-                    out["wrong"].append(f"TaskCreate {i}: {t}")
-                else:
-                    out["created"].append(int(m.group(1)))
-            elif kind == 1:
-                task = out["created"][i % len(out["created"])]
-                r = await c.call_tool("TaskUpdate", {"task_id": str(task), "owner": tag})
-                if r.is_error:
-                    out["wrong"].append(f"TaskUpdate {i}: {text_of(r)}")
-            elif kind == 2:
-                r = await c.call_tool("TaskList", {})
-                t = text_of(r)
-                mine = [line for line in t.splitlines() if f" {tag}-" in line]
-                foreign = [line for line in t.splitlines() if line.strip() and not any(
-                    f" {other}-" in line for other in p["sharing"])]
-                if r.is_error or foreign:
-                    out["wrong"].append(f"TaskList {i}: {foreign or t}")
-                out["listed"] = len(mine)
-            elif kind == 3:
-                async with edit_lock:
-                    r = await c.call_tool("Read", {"file_path": own})
-                    if r.is_error or f"v{version['n']}" not in text_of(r):
-                        out["wrong"].append(f"Read {i}: {text_of(r)}")
-                    n = version["n"]
-                    r = await c.call_tool("Edit", {"file_path": own, "old_string": f"v{n}", "new_string": f"v{n + 1}"})
-                    if r.is_error:
-                        out["wrong"].append(f"Edit {i}: {text_of(r)}")
+            def refused(r):
+                if p.get("outage") and r.is_error and "state store is unavailable" in text_of(r):
+                    out["refused"] += 1
+                    return True
+                return False
+
+            async def one(i):
+                kind = kinds[i % len(kinds)]
+                if kind == 0 or not out["created"]:
+                    r = await c.call_tool("TaskCreate", {"subject": f"{tag}-{i}", "description": "load"})
+                    t = text_of(r)
+                    m = re.match(r"Task \(id=(\d+)\) created successfully: (.*)", t)
+                    if refused(r):
+                        out["refused_subjects"].append(f"{tag}-{i}")
+                    elif r.is_error or not m or m.group(2) != f"{tag}-{i}":
+                        out["wrong"].append(f"TaskCreate {i}: {t}")
                     else:
-                        version["n"] = n + 1
-            else:
-                which = "allowed" if kind == 4 else "denied"
-                target = os.path.join(folder, f"{tag}-{which}-{i}")
-                r = await c.call_tool("Bash", {"command": f"touch {target}"})
-                if (which == "allowed") == bool(r.is_error):
-                    out["wrong"].append(f"Bash {which} {i}: {text_of(r)}")
+                        out["created"].append(int(m.group(1)))
+                elif kind == 1:
+                    task = out["created"][i % len(out["created"])]
+                    r = await c.call_tool("TaskUpdate", {"task_id": str(task), "owner": tag})
+                    if r.is_error and not refused(r):
+                        out["wrong"].append(f"TaskUpdate {i}: {text_of(r)}")
+                elif kind == 2:
+                    r = await c.call_tool("TaskList", {})
+                    t = text_of(r)
+                    mine = [line for line in t.splitlines() if f" {tag}-" in line]
+                    foreign = [line for line in t.splitlines() if line.strip() and not any(
+                        f" {other}-" in line for other in p["sharing"])]
+                    if refused(r):
+                        return
+                    if r.is_error or foreign:
+                        out["wrong"].append(f"TaskList {i}: {foreign or t}")
+                    out["listed"] = len(mine)
+                elif kind == 3:
+                    async with edit_lock:
+                        r = await c.call_tool("Read", {"file_path": own})
+                        if r.is_error or f"v{version['n']}" not in text_of(r):
+                            out["wrong"].append(f"Read {i}: {text_of(r)}")
+                        n = version["n"]
+                        r = await c.call_tool("Edit", {"file_path": own, "old_string": f"v{n}", "new_string": f"v{n + 1}"})
+                        if r.is_error:
+                            out["wrong"].append(f"Edit {i}: {text_of(r)}")
+                        else:
+                            version["n"] = n + 1
+                else:
+                    which = "allowed" if kind == 4 else "denied"
+                    target = os.path.join(folder, f"{tag}-{which}-{i}")
+                    r = await c.call_tool("Bash", {"command": f"touch {target}"})
+                    if (which == "allowed") == bool(r.is_error):
+                        out["wrong"].append(f"Bash {which} {i}: {text_of(r)}")
 
-        queue = list(range(p["calls"]))
+            queue = list(range(p["calls"]))
+            until = p.get("until")
+            after = {"next": p["calls"], "done": 0}
 
-        async def worker():
-            while queue:
-                await one(queue.pop(0))
+            async def worker():
+                while queue or (until and not os.path.exists(until)):
+                    if queue:
+                        i = queue.pop(0)
+                    else:
+                        i = after["next"]
+                        after["next"] += 1
+                    try:
+                        await one(i)
+                    except Exception as e:  # noqa: BLE001
+                        if not p.get("outage"):
+                            raise
+                        out["wrong"].append(f"call {i} raised {e!r}: {getattr(e, 'data', None)}")
+                    after["done"] += 1
+                    if p.get("started") and after["done"] == p["calls"]:
+                        open(p["started"], "w").close()
 
-        await asyncio.gather(*(worker() for _ in range(p["inflight"])))
-        final = text_of(await c.call_tool("TaskList", {}))
-        out["final_list"] = final
-        out["edits"] = version["n"]
+            await asyncio.gather(*(worker() for _ in range(p["inflight"])))
+            final = text_of(await c.call_tool("TaskList", {}))
+            out["final_list"] = final
+            out["edits"] = version["n"]
+    except BaseException as e:
+        if "final_list" not in out:
+            raise
+        out["closing_error"] = repr(e)
     return out
 
 

@@ -96,7 +96,30 @@ pub struct HttpServer {
     pub early: Vec<String>,
 }
 
+/// `GET path` on `addr` (with `token` as its bearer); the status and the
+/// body.
+pub fn http_get(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("connecting to {addr}: {e}"));
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
 impl HttpServer {
+    /// The `--metrics` address it printed before it listened.
+    pub fn metrics_addr(&self) -> String {
+        self.early
+            .iter()
+            .find_map(|l| l.split_once("metrics on http://")?.1.strip_suffix("/metrics").map(str::to_string))
+            .unwrap_or_else(|| panic!("serve did not say where its metrics are: {:?}", self.early))
+    }
+
     /// `toolhost serve --http 127.0.0.1:0 extra…` in `scratch`.
     pub fn start(scratch: &Scratch, extra: &[&str]) -> Self {
         Self::start_with(scratch, &[], extra)

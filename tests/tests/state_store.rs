@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolhost::coordination::{
     EventLog, MemoryEventLog, MemoryNonces, MemoryRecords, MemoryReplicas, NonceStore, RecordStore, RememberedRule,
-    ReplicaRecord, ReplicaRegistry, RuleStore,
+    ReplicaRecord, ReplicaRegistry, RuleStore, START,
 };
 use toolhost::state::{
     AgentState, CachedFile, FileStore, MAX_CACHE_BYTES, MAX_CACHE_FILES, MemoryStore, ReadForm, StateBounds,
@@ -314,6 +314,9 @@ async fn records_and_events_contract(records: Arc<dyn RecordStore>, events: Arc<
     assert_eq!(after_first.iter().map(|e| e.data.as_slice()).collect::<Vec<_>>(), [b"two".as_slice()]);
     assert_eq!(after_first[0].id, second);
     assert!(events.read_after("s1", &second, 10).await.unwrap().is_empty());
+    let from_start = events.read_after("s1", START, 10).await.unwrap();
+    assert_eq!(from_start.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), [first.as_str(), second.as_str()]);
+    assert!(events.read_after("not-yet", START, 10).await.unwrap().is_empty(), "a log with no entry yet");
     events.append("brief", b"x", Duration::from_millis(100)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(events.read_after("brief", "0", 10).await.unwrap().is_empty(), "gone after its lifetime");

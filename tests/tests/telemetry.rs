@@ -7,14 +7,13 @@
 #[path = "support/otlp.rs"]
 mod otlp;
 
-use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
 use otlp::{Receiver, Span, all_text, attr, children, metric, number, of_trace, one};
 use serde_json::{Value, json};
 use toolhost::settings::Settings;
 use toolhost::{PermissionAnswer, Toolhost};
-use toolhost_e2e::mcp::{HttpServer, Transport, client, raw, serve_args};
+use toolhost_e2e::mcp::{HttpServer, Transport, client, http_get, raw, serve_args};
 use toolhost_e2e::{Scratch, call, guest, mcp_python, root, toolhost_bin};
 
 /// The W3C context an agent sends: its trace and the span of its tool call.
@@ -164,6 +163,30 @@ async fn a_denied_call_has_only_its_decision_and_an_unknown_name_is_not_repeated
     assert!(metrics.contains(r#"toolhost_calls_total{outcome="error",step="none",tool="(unknown)"} 1"#), "{metrics}");
     assert!(metrics.contains(r#"toolhost_calls_total{outcome="denied",step="deny_rule",tool="Bash"} 1"#), "{metrics}");
     assert!(!metrics.contains("Evil") && !metrics.contains(SECRET));
+}
+
+/// A compare-and-set of agent state that finds another value is counted
+/// for its tool (`toolhost_state_conflicts_total`): the second call of a
+/// plugin that creates three keys only where they are absent finds all
+/// three there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_and_set_conflicts_are_counted_by_tool() {
+    let scratch = Scratch::new();
+    let receiver = Receiver::start();
+    let mut settings = scratch.settings();
+    settings.builtins = false;
+    settings.plugins.push(guest("state-hoarder"));
+    settings.grants.entry("StateHoarder".into()).or_default().add_grant("state").unwrap();
+    settings.permissions.allow = vec!["StateHoarder".into()];
+    let host = traced_host(&scratch, &receiver, settings).await;
+    let series = r#"toolhost_state_conflicts_total{tool="StateHoarder"}"#;
+    let input = json!({"keys": 3, "bytes": 1, "cas": true});
+    for expected in [0, 3] {
+        let r = call(&host, "StateHoarder", input.clone(), PermissionAnswer::Deny).await;
+        assert!(r.text().contains("stored 3\n"), "{r:?}");
+        let metrics = host.metrics_text().unwrap();
+        assert!(metrics.contains(&format!("{series} {expected}\n")), "{expected} expected: {metrics}");
+    }
 }
 
 #[test]
@@ -445,28 +468,6 @@ fn wait_for_metric(host: &Toolhost, name: &str, done: impl Fn(u64) -> bool) -> u
     }
 }
 
-/// `GET path` on `addr`; the status and the body.
-fn http_get(addr: &str, path: &str, token: Option<&str>) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("connecting to {addr}: {e}"));
-    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n").unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-    (status, body)
-}
-
-/// `--metrics` address `serve` printed before it listened.
-fn metrics_addr(server: &HttpServer) -> String {
-    server
-        .early
-        .iter()
-        .find_map(|l| l.split_once("metrics on http://")?.1.strip_suffix("/metrics").map(str::to_string))
-        .unwrap_or_else(|| panic!("serve did not say where its metrics are: {:?}", server.early))
-}
-
 /// The Prometheus server of `.ci/prometheus.sh`: its URL and the folder of
 /// its scrape targets. `None` (the test skips) when it is not running,
 /// except under `CI=true`, where that fails the test.
@@ -492,7 +493,7 @@ fn prometheus_scrapes_the_call_counter() {
     let Some((prometheus, targets)) = prometheus() else { return };
     let scratch = Scratch::new();
     let server = serve(&scratch, "", &["--allow", "Bash", "--metrics", "127.0.0.1:0"]);
-    let addr = metrics_addr(&server);
+    let addr = server.metrics_addr();
     let calls = 7;
     for i in 0..calls {
         let result =
@@ -536,7 +537,7 @@ fn metrics_off_loopback_need_a_token() {
     assert!(stderr.contains("--metrics-token"), "{stderr}");
 
     let server = serve(&scratch, "", &["--metrics", "127.0.0.1:0", "--metrics-token", "s3cret"]);
-    let addr = metrics_addr(&server);
+    let addr = server.metrics_addr();
     assert_eq!(http_get(&addr, "/metrics", None).0, 401);
     assert_eq!(http_get(&addr, "/metrics", Some("wrong")).0, 401);
     let (status, body) = http_get(&addr, "/metrics", Some("s3cret"));

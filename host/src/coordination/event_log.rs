@@ -13,6 +13,10 @@ use crate::sync::MutexExt;
 /// The most entries one stream's log keeps; older ones are trimmed.
 pub const MAX_LOGGED_EVENTS: usize = 1000;
 
+/// The id before every entry of a stream: `read_after(stream, START, …)`
+/// reads a log from its beginning, also one that has no entry yet.
+pub const START: &str = "0";
+
 /// One entry of a log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoggedEvent {

@@ -23,6 +23,10 @@ pub struct Metrics {
     /// `toolhost_call_phase_seconds{tool, phase}`: `decision`,
     /// `queue_wait`, `call`.
     pub phase_seconds: HistogramVec,
+    /// `toolhost_state_conflicts_total{tool}`: a tool's compare-and-sets of
+    /// agent state that found another value than expected (another call
+    /// changed it first; the task tools then read and try again).
+    pub state_conflicts: IntCounterVec,
     /// `toolhost_instances_in_use`: calls holding instances.
     pub instances_in_use: IntGauge,
     /// `toolhost_calls_waiting`: calls waiting for a slot.
@@ -70,6 +74,7 @@ pub struct ToolMetrics {
     decision: Histogram,
     queue_wait: Histogram,
     call: Histogram,
+    conflicts: IntCounter,
     /// `(outcome, step)` → its counter, filled as they occur.
     counted: Mutex<Vec<(&'static str, &'static str, IntCounter)>>,
 }
@@ -107,6 +112,11 @@ impl ToolMetrics {
         };
         histogram.observe(elapsed.as_secs_f64());
     }
+
+    /// Counts `n` compare-and-sets of one call that found another value.
+    pub fn conflicts(&self, n: u64) {
+        self.conflicts.inc_by(n);
+    }
 }
 
 /// Latency buckets from 100 µs to 30 s.
@@ -128,11 +138,20 @@ impl Metrics {
             &["tool", "phase"],
         )
         .expect("a valid metric");
+        let state_conflicts = IntCounterVec::new(
+            Opts::new(
+                "toolhost_state_conflicts_total",
+                "Compare-and-sets of agent state that found another value than expected, by tool",
+            ),
+            &["tool"],
+        )
+        .expect("a valid metric");
         let gauge = |name: &str, help: &str| IntGauge::new(name, help).expect("a valid metric");
         let counter = |name: &str, help: &str| IntCounter::new(name, help).expect("a valid metric");
         let metrics = Metrics {
             calls,
             phase_seconds,
+            state_conflicts,
             instances_in_use: gauge("toolhost_instances_in_use", "Calls holding instances now"),
             calls_waiting: gauge("toolhost_calls_waiting", "Calls waiting for an instance slot"),
             asks_pending: gauge("toolhost_asks_pending", "Permission asks waiting for an answer"),
@@ -165,6 +184,7 @@ impl Metrics {
         };
         metrics.register(Box::new(metrics.calls.clone()));
         metrics.register(Box::new(metrics.phase_seconds.clone()));
+        metrics.register(Box::new(metrics.state_conflicts.clone()));
         for gauge in [
             &metrics.instances_in_use,
             &metrics.calls_waiting,
@@ -213,6 +233,7 @@ impl Metrics {
             decision: phase("decision"),
             queue_wait: phase("queue_wait"),
             call: phase("call"),
+            conflicts: self.state_conflicts.with_label_values(&[tool]),
             counted: Mutex::default(),
         });
         self.tools.write_unpoisoned().entry(tool.to_owned()).or_insert(series).clone()
@@ -256,11 +277,13 @@ mod tests {
         metrics.tool("Read").count("success", "allow_rule");
         metrics.tool("Read").count("denied", "deny_rule");
         metrics.tool("Read").phase(Phase::QueueWait, Duration::from_millis(2));
+        metrics.tool("TaskCreate").conflicts(3);
         let text = metrics.render();
         for line in [
             r#"toolhost_calls_total{outcome="success",step="allow_rule",tool="Read"} 2"#,
             r#"toolhost_calls_total{outcome="denied",step="deny_rule",tool="Read"} 1"#,
             r#"toolhost_call_phase_seconds_count{phase="queue_wait",tool="Read"} 1"#,
+            r#"toolhost_state_conflicts_total{tool="TaskCreate"} 3"#,
         ] {
             assert!(text.contains(line), "{line} missing from {text}");
         }

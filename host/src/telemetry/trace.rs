@@ -138,6 +138,8 @@ pub struct Notes {
     pub queue_wait: Option<Duration>,
     /// The call instance and the middleware chain.
     pub call_time: Option<Duration>,
+    /// Compare-and-sets of agent state that found another value.
+    pub state_conflicts: u64,
 }
 
 impl CallTrace {

@@ -315,8 +315,11 @@ impl Toolhost {
     /// the decision is noted for the audit log.
     async fn evaluate(&self, instance: &mut CallableTool, mode: permission::Mode, input_text: &str) -> Decision {
         let ctx = self.permission_context(instance.name(), mode);
-        let rules = self.rules_for_decision().await;
-        let decision = permission::evaluate(instance, input_text, &ctx, &rules).await;
+        let used = self.rules_as_last_seen();
+        let mut decision = permission::evaluate(instance, input_text, &ctx, &used.rules).await;
+        if let Some(current) = self.confirm_rules(&used, &decision).await {
+            decision = permission::evaluate(instance, input_text, &ctx, &current).await;
+        }
         crate::audit::note(|a| a.decision(&decision));
         trace::note(|t| {
             t.note(|n| {

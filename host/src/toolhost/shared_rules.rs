@@ -1,8 +1,9 @@
 //! Remembered rules shared by the processes of a deployment: "allow and
-//! remember" writes to a [`RuleStore`] instead of the settings file, and
-//! each decision reads the store's version first, so a rule remembered (or
-//! forgotten) through one process holds (or stops holding) on every other
-//! for its next decision.
+//! remember" writes to a [`RuleStore`] instead of the settings file, and a
+//! decision that a rule remembered or forgotten elsewhere could change
+//! reads the store's version, so such a rule holds (or stops holding) on
+//! every process for its next decision; the other decisions cost no store
+//! command.
 
 use std::sync::{Arc, Mutex};
 
@@ -10,7 +11,7 @@ use anyhow::Result;
 
 use super::Toolhost;
 use crate::coordination::{RememberedRule, RuleStore};
-use crate::permission::{Rule, RuleSet};
+use crate::permission::{Behavior, Decision, Rule, RuleSet, Source};
 use crate::sync::MutexExt;
 
 /// The store and what this process read from it last.
@@ -19,8 +20,29 @@ pub(crate) struct SharedRules {
     store: Arc<dyn RuleStore>,
     /// This process in the records it writes.
     replica: String,
-    /// The version read last and its rules.
-    seen: Mutex<Option<(u64, Arc<Vec<Rule>>)>>,
+    /// The version read last, its rules, and the rules in force merged
+    /// with them.
+    seen: Mutex<Option<Seen>>,
+}
+
+/// One version of the remembered rules as this process read it.
+#[derive(Debug)]
+struct Seen {
+    version: u64,
+    rules: Arc<Vec<Rule>>,
+    /// Whether every one of them allows (all that "allow and remember"
+    /// writes): only then can a decision they did not make stand without
+    /// reading the version again.
+    only_allow: bool,
+    /// The rules in force it was merged with, and the merge.
+    merged: Option<(Arc<RuleSet>, Arc<RuleSet>)>,
+}
+
+/// The rules a decision was made with.
+pub(crate) struct DecisionRules {
+    pub(crate) rules: Arc<RuleSet>,
+    /// Whether they include the shared store's as of now (not as last seen).
+    current: bool,
 }
 
 impl Toolhost {
@@ -36,28 +58,43 @@ impl Toolhost {
             .map_err(|_| anyhow::anyhow!("this host already shares its remembered rules through a store"))
     }
 
-    /// The rules for the next decision: those in force here, plus those
-    /// remembered in the shared store as of now. A store that does not
-    /// answer leaves only the rules in force here (asking too often, never
-    /// allowing too much).
-    pub(crate) async fn rules_for_decision(&self) -> Arc<RuleSet> {
+    /// The rules for a decision, without a store command: those in force
+    /// here plus the remembered ones as this process last read them. The
+    /// decision made with them stands only if [`Toolhost::confirm_rules`]
+    /// says so.
+    pub(crate) fn rules_as_last_seen(&self) -> DecisionRules {
         let base = self.rules();
-        let Some(shared) = self.inner.shared_rules.get() else { return base };
-        let remembered = match shared.current().await {
-            Ok(remembered) => remembered,
+        let Some(shared) = self.inner.shared_rules.get() else { return DecisionRules { rules: base, current: true } };
+        let rules = shared.merged_with(&base, shared.seen.lock_unpoisoned().as_mut());
+        DecisionRules { rules, current: false }
+    }
+
+    /// Whether `decision`, made with `used`, could be different under the
+    /// remembered rules as of now; then the rules as of now (`None`: it
+    /// stands). Remembered rules only allow, so more of them can only turn
+    /// an ask (or the deny `dont_ask` makes of one) into an allow, and fewer
+    /// can only undo an allow one of them made: an allow by anything else
+    /// stands without a store command, and every other decision is made
+    /// again when the version moved. A store that does not answer leaves
+    /// the decision as it is, with the rules in force here: asking too
+    /// often, never allowing too much.
+    pub(crate) async fn confirm_rules(&self, used: &DecisionRules, decision: &Decision) -> Option<Arc<RuleSet>> {
+        if used.current {
+            return None;
+        }
+        let shared = self.inner.shared_rules.get()?;
+        if decision.behavior == Behavior::Allow && !shared.made(decision) {
+            return None;
+        }
+        let base = self.rules();
+        let current = match shared.current(&base).await {
+            Ok(current) => current,
             Err(e) => {
                 tracing::warn!("deciding without the remembered rules: {e}");
-                return base;
+                base
             }
         };
-        if remembered.is_empty() {
-            return base;
-        }
-        let mut rules = RuleSet::clone(&base);
-        for rule in remembered.iter() {
-            rules.add(rule.clone());
-        }
-        Arc::new(rules)
+        (!Arc::ptr_eq(&current, &used.rules)).then_some(current)
     }
 
     /// Remembers `rule`: in the shared store when there is one, else as
@@ -83,14 +120,46 @@ impl Toolhost {
 }
 
 impl SharedRules {
-    /// The remembered rules as of the store's version now: read again only
-    /// when the version moved.
-    async fn current(&self) -> Result<Arc<Vec<Rule>>, crate::state::StateError> {
-        let version = self.store.rules_version().await?;
-        if let Some((seen, rules)) = self.seen.lock_unpoisoned().as_ref()
-            && *seen == version
+    /// Whether a remembered rule may have made `decision` (or a rule that
+    /// does not allow was ever remembered, when any decision may be its).
+    fn made(&self, decision: &Decision) -> bool {
+        let seen = self.seen.lock_unpoisoned();
+        let Some(seen) = seen.as_ref() else { return true };
+        !seen.only_allow
+            || (decision.source == Source::AllowRule
+                && decision.rule.as_deref().is_some_and(|made| seen.rules.iter().any(|r| r.to_string() == made)))
+    }
+
+    /// `base` with the remembered rules of `seen` (kept there for the next
+    /// decision with the same `base`).
+    fn merged_with(&self, base: &Arc<RuleSet>, seen: Option<&mut Seen>) -> Arc<RuleSet> {
+        let Some(seen) = seen else { return base.clone() };
+        if seen.rules.is_empty() {
+            return base.clone();
+        }
+        if let Some((with, merged)) = &seen.merged
+            && Arc::ptr_eq(with, base)
         {
-            return Ok(rules.clone());
+            return merged.clone();
+        }
+        let mut rules = RuleSet::clone(base);
+        for rule in seen.rules.iter() {
+            rules.add(rule.clone());
+        }
+        let merged = Arc::new(rules);
+        seen.merged = Some((base.clone(), merged.clone()));
+        merged
+    }
+
+    /// `base` with the remembered rules as of the store's version now: read
+    /// again only when the version moved.
+    async fn current(&self, base: &Arc<RuleSet>) -> Result<Arc<RuleSet>, crate::state::StateError> {
+        let version = self.store.rules_version().await?;
+        {
+            let mut seen = self.seen.lock_unpoisoned();
+            if let Some(seen) = seen.as_mut().filter(|seen| seen.version == version) {
+                return Ok(self.merged_with(base, Some(seen)));
+            }
         }
         let (version, records) = self.store.remembered_rules().await?;
         let rules: Vec<Rule> = records
@@ -103,8 +172,10 @@ impl SharedRules {
                 }
             })
             .collect();
-        let rules = Arc::new(rules);
-        *self.seen.lock_unpoisoned() = Some((version, rules.clone()));
-        Ok(rules)
+        let only_allow = rules.iter().all(|r| r.behavior == Behavior::Allow);
+        let mut seen = Seen { version, rules: Arc::new(rules), only_allow, merged: None };
+        let merged = self.merged_with(base, Some(&mut seen));
+        *self.seen.lock_unpoisoned() = Some(seen);
+        Ok(merged)
     }
 }

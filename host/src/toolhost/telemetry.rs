@@ -81,6 +81,9 @@ impl Toolhost {
         let step = notes.decision.as_ref().map_or("none", |d| d.1.as_str());
         let series = telemetry.metrics().tool(&tool);
         series.count(outcome, step);
+        if notes.state_conflicts > 0 {
+            series.conflicts(notes.state_conflicts);
+        }
         for (phase, time) in [
             (Phase::Decision, notes.decision_time),
             (Phase::QueueWait, notes.queue_wait),
@@ -92,7 +95,7 @@ impl Toolhost {
         }
         if call.recording() {
             let duration = started.elapsed();
-            complete_span(&call, &notes, mode.as_str(), outcome, response.as_ref(), duration);
+            complete_span(&call, notes, mode.as_str(), outcome, response.as_ref(), duration);
         }
         call.end();
         response
@@ -102,7 +105,7 @@ impl Toolhost {
 /// The attributes known once the call ended, set at once.
 fn complete_span(
     call: &CallTrace,
-    notes: &Notes,
+    notes: Notes,
     mode: &'static str,
     outcome: &'static str,
     response: Option<&ToolResponse>,
@@ -110,18 +113,18 @@ fn complete_span(
 ) {
     let mut attributes = Vec::with_capacity(10);
     attributes.push(KeyValue::new("toolhost.mode", mode));
-    if let Some((behavior, step, rule)) = &notes.decision {
+    if let Some((behavior, step, rule)) = notes.decision {
         attributes.push(KeyValue::new("toolhost.decision.behavior", behavior.as_str()));
         attributes.push(KeyValue::new("toolhost.decision.step", step.as_str()));
         if let Some(rule) = rule {
-            attributes.push(KeyValue::new("toolhost.decision.rule", rule.clone()));
+            attributes.push(KeyValue::new("toolhost.decision.rule", rule));
         }
     }
     if let Some(answer) = notes.answer {
         attributes.push(KeyValue::new("toolhost.decision.answer", answer));
     }
-    if let Some(sha256) = &notes.sha256 {
-        attributes.push(KeyValue::new("toolhost.plugin.sha256", sha256.clone()));
+    if let Some(sha256) = notes.sha256 {
+        attributes.push(KeyValue::new("toolhost.plugin.sha256", sha256));
     }
     attributes.push(KeyValue::new("toolhost.outcome", outcome));
     if let Some(response) = response {

@@ -14,7 +14,8 @@
 //! answer, a standalone stream's for the session's idle time, each at most
 //! [`toolhost::coordination::MAX_LOGGED_EVENTS`] events.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
@@ -23,7 +24,8 @@ use rmcp::transport::streamable_http_server::session::{
     EventId, EventStore, EventStoreError, EventStream, ServerSseMessage,
 };
 use sha2::{Digest as _, Sha256};
-use toolhost::coordination::EventLog;
+use toolhost::coordination::{EventLog, START};
+use toolhost::sync::MutexExt as _;
 
 use crate::keyring::Keyring;
 
@@ -37,6 +39,12 @@ const FOLLOW_EVERY: Duration = Duration::from_millis(100);
 /// How many events a replay reads at once.
 const READ_AT_ONCE: usize = 100;
 
+/// The most request streams whose first event is remembered as not yet
+/// logged; past it the set is emptied (a later retry event of a forgotten
+/// stream then names the log's start, so a resumption from it replays the
+/// stream from the beginning: events again, never events missed).
+const MAX_OPEN_STREAMS: usize = 10_000;
+
 /// rmcp's event store over the deployment's [`EventLog`].
 pub(crate) struct SharedEvents {
     log: Arc<dyn EventLog>,
@@ -47,6 +55,8 @@ pub(crate) struct SharedEvents {
     ids: Option<super::crossing::RequestIds>,
     /// How long a standalone stream's events are kept without a new one.
     idle: Duration,
+    /// Request streams started here whose answer has not been logged yet.
+    open_streams: Mutex<HashSet<String>>,
 }
 
 impl SharedEvents {
@@ -56,7 +66,22 @@ impl SharedEvents {
         idle: Duration,
         ids: Option<super::crossing::RequestIds>,
     ) -> Self {
-        Self { log, sealer: Arc::new(Sealer::new(keyring)), ids, idle }
+        Self { log, sealer: Arc::new(Sealer::new(keyring)), ids, idle, open_streams: Mutex::default() }
+    }
+
+    /// Whether `event` opens the request stream `stream_id`: the retry
+    /// event rmcp sends first on every request's stream. It carries no
+    /// message, and resuming after it is reading the stream's log from
+    /// [`START`], so it costs the call no write.
+    fn opens(&self, stream_id: &str, event: &ServerSseMessage) -> bool {
+        if event.message.is_some() || stream_id.ends_with(STANDALONE) {
+            return false;
+        }
+        let mut open = self.open_streams.lock_unpoisoned();
+        if open.len() >= MAX_OPEN_STREAMS {
+            open.clear();
+        }
+        open.insert(stream_id.to_owned())
     }
 }
 
@@ -111,6 +136,13 @@ struct Stored {
     retry_ms: Option<u64>,
 }
 
+/// The id of an event sent but not kept (the store did not answer).
+const UNLOGGED: &str = "unlogged";
+
+/// How rmcp's id of a session's standalone stream ends (a request's stream
+/// is named by a UUID).
+const STANDALONE: &str = ":common";
+
 /// The log's name for rmcp's stream `stream_id`.
 fn log_name(stream_id: &str) -> String {
     hex::encode(&Sha256::digest(format!("toolhost-mcp sse\0{stream_id}"))[..16])
@@ -125,6 +157,9 @@ fn is_answer(message: &ServerJsonRpcMessage) -> bool {
 impl EventStore for SharedEvents {
     async fn store_event(&self, stream_id: &str, event: &ServerSseMessage) -> Result<EventId, EventStoreError> {
         let stream = log_name(stream_id);
+        if self.opens(stream_id, event) {
+            return Ok(format!("{stream}.{START}"));
+        }
         let message = event.message.as_deref().cloned().map(|m| match &self.ids {
             Some(ids) => ids.outgoing(m),
             None => m,
@@ -132,9 +167,21 @@ impl EventStore for SharedEvents {
         let ends = message.as_ref().is_some_and(is_answer);
         let retry_ms = event.retry.map(|r| u64::try_from(r.as_millis()).unwrap_or(u64::MAX));
         let plain = serde_json::to_vec(&Stored { message, retry_ms })?;
-        let ttl = if ends { AFTER_THE_ANSWER } else { self.idle };
-        let id = self.log.append(&stream, &self.sealer.seal(&stream, &plain)?, ttl).await?;
-        Ok(format!("{stream}.{id}"))
+        let ttl = if ends {
+            self.open_streams.lock_unpoisoned().remove(stream_id);
+            AFTER_THE_ANSWER
+        } else {
+            self.idle
+        };
+        match self.log.append(&stream, &self.sealer.seal(&stream, &plain)?, ttl).await {
+            Ok(id) => Ok(format!("{stream}.{id}")),
+            // The event still goes to its client: only a resumption after
+            // it is lost, where refusing it would lose the call's answer.
+            Err(e) => {
+                tracing::warn!("a session event was sent but not kept for resumption: {e}");
+                Ok(format!("{stream}.{UNLOGGED}"))
+            }
+        }
     }
 
     async fn replay_events_after(&self, last_event_id: &str) -> Result<EventStream, EventStoreError> {
@@ -142,6 +189,11 @@ impl EventStore for SharedEvents {
             .split_once('.')
             .filter(|(stream, after)| stream.len() == 32 && !after.is_empty())
             .ok_or("Last-Event-ID is not an event id this server gave")?;
+        if after == UNLOGGED {
+            return Err("the event named by Last-Event-ID was sent while the shared state store was unavailable, so \
+                        it was not kept and the stream cannot be resumed after it; send the request again"
+                .into());
+        }
         let (stream, mut after) = (stream.to_string(), after.to_string());
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         let (log, sealer) = (self.log.clone(), self.sealer.clone());

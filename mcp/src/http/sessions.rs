@@ -47,7 +47,15 @@ pub(crate) struct BoundedSessions {
     table: Arc<Mutex<Table>>,
     /// Where the number of live sessions is shown (`toolhost_http_sessions`).
     metrics: std::sync::OnceLock<Arc<toolhost::telemetry::Metrics>>,
+    /// Sessions restored here whose handshake is being replayed: a request
+    /// of one waits until it is (rmcp asks `has_session` first, and a
+    /// request reaching the worker before the replayed `initialize` ends
+    /// the worker).
+    restoring: Mutex<HashMap<SessionId, tokio::sync::watch::Sender<bool>>>,
 }
+
+/// The longest a request waits for its session's restore to finish.
+const RESTORE_WAIT: Duration = Duration::from_secs(30);
 
 #[derive(Default)]
 struct Table {
@@ -120,7 +128,14 @@ impl BoundedSessions {
             inner = inner.with_event_store(events);
         }
         inner.session_config.keep_alive = Some(limits.idle_timeout);
-        Arc::new(Self { inner, crossing, limits, table: Arc::default(), metrics: Default::default() })
+        Arc::new(Self {
+            inner,
+            crossing,
+            limits,
+            table: Arc::default(),
+            metrics: Default::default(),
+            restoring: Mutex::default(),
+        })
     }
 
     /// `stream` with this replica's request ids made the deployment's.
@@ -201,7 +216,16 @@ impl BoundedSessions {
         Ok(evicted)
     }
 
+    /// The restore of `id` ended, its handshake replayed or not: the
+    /// requests waiting for it go on.
+    fn restored(&self, id: &SessionId) {
+        if let Some(done) = self.restoring.lock_unpoisoned().remove(id) {
+            done.send_replace(true);
+        }
+    }
+
     async fn close_inner(&self, id: &SessionId) {
+        self.restored(id);
         if let Err(e) = self.inner.close_session(id).await {
             tracing::warn!("closing MCP session failed: {e}");
         }
@@ -311,14 +335,23 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        Ok(self.inner.initialize_session(id, message).await?)
+        let initialized = self.inner.initialize_session(id, message).await;
+        if initialized.is_err() {
+            self.restored(id);
+        }
+        Ok(initialized?)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        let restoring = self.restoring.lock_unpoisoned().get(id).map(tokio::sync::watch::Sender::subscribe);
+        if let Some(mut done) = restoring {
+            let _ = tokio::time::timeout(RESTORE_WAIT, done.wait_for(|done| *done)).await;
+        }
         Ok(self.inner.has_session(id).await?)
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.restored(id);
         self.table.lock_unpoisoned().live.remove(id);
         Ok(self.inner.close_session(id).await?)
     }
@@ -350,7 +383,12 @@ impl SessionManager for BoundedSessions {
             },
             None => message,
         };
-        Ok(self.inner.accept_message(id, message).await?)
+        let accepted = self.inner.accept_message(id, message).await;
+        // The first message a restored session accepts is its replayed
+        // `initialized` notification, the handshake's last step (every
+        // other request waits in `has_session`).
+        self.restored(id);
+        Ok(accepted?)
     }
 
     async fn create_standalone_stream(
@@ -384,7 +422,8 @@ impl SessionManager for BoundedSessions {
         table.creating -= 1;
         let restored = restored?;
         if matches!(restored, RestoreOutcome::Restored(_)) {
-            table.live.insert(id, Use { last: Instant::now(), used: true, busy: 0 });
+            table.live.insert(id.clone(), Use { last: Instant::now(), used: true, busy: 0 });
+            self.restoring.lock_unpoisoned().insert(id, tokio::sync::watch::channel(false).0);
         }
         Ok(restored)
     }
@@ -430,6 +469,31 @@ mod tests {
         live(&[&c, &e, &f]);
         assert!(!sessions.inner.has_session(&a).await.unwrap(), "an evicted session is closed in rmcp too");
         drop(c_open);
+    }
+
+    /// A request of a session being restored here waits until its
+    /// handshake is replayed: reaching the worker before the replayed
+    /// `initialize` would end it.
+    #[tokio::test]
+    async fn a_request_waits_for_the_restore_of_its_session() {
+        use rmcp::model::{ClientNotification, InitializedNotification};
+        let sessions = BoundedSessions::new(limits(3));
+        let id: SessionId = "restored-here".into();
+        let RestoreOutcome::Restored(_worker) = sessions.restore_session(id.clone()).await.unwrap() else {
+            panic!("a session this process does not have is restored");
+        };
+        let waiting = tokio::spawn({
+            let (sessions, id) = (sessions.clone(), id.clone());
+            async move { sessions.has_session(&id).await.unwrap() }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!waiting.is_finished(), "the request waits while the handshake is replayed");
+        let initialized = ClientJsonRpcMessage::notification(ClientNotification::InitializedNotification(
+            InitializedNotification::default(),
+        ));
+        let _ = sessions.accept_message(&id, initialized).await;
+        let found = tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("it goes on").unwrap();
+        assert!(found, "and finds the session");
     }
 
     #[tokio::test]

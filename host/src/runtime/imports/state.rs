@@ -198,7 +198,11 @@ impl CallState {
         })();
         async move {
             let (state, expected, json, bounds) = checked?;
-            state.compare_and_set(&key, expected, json, bounds).await.map_err(|e| e.to_string())
+            let swapped = state.compare_and_set(&key, expected, json, bounds).await.map_err(|e| e.to_string())?;
+            if !swapped {
+                crate::telemetry::trace::note(|call| call.note(|n| n.state_conflicts += 1));
+            }
+            Ok(swapped)
         }
     }
 
