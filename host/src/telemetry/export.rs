@@ -42,6 +42,10 @@ const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 struct Buffer {
     spans: Mutex<Vec<SpanData>>,
+    /// The memory of the last buffer the exporter emptied, put back in
+    /// place at the next take: the calls then write their spans into pages
+    /// already in use, not into a fresh allocation the kernel must zero.
+    spare: Mutex<Vec<SpanData>>,
     /// The most spans it holds (`[telemetry] queue`).
     capacity: usize,
     /// The number of spans that wakes the exporter before its timer.
@@ -51,10 +55,23 @@ struct Buffer {
 }
 
 impl Buffer {
-    /// What is buffered, leaving room for a batch so the calls' pushes
-    /// do not grow the buffer again.
+    /// What is buffered, leaving room for a batch (the spare memory, once
+    /// there is one) so the calls' pushes do not grow the buffer again.
     fn take(&self) -> Vec<SpanData> {
-        std::mem::replace(&mut *self.spans.lock_unpoisoned(), Vec::with_capacity(BATCH.min(self.capacity)))
+        let mut room = std::mem::take(&mut *self.spare.lock_unpoisoned());
+        if room.capacity() == 0 {
+            room = Vec::with_capacity(BATCH.min(self.capacity));
+        }
+        std::mem::replace(&mut *self.spans.lock_unpoisoned(), room)
+    }
+
+    /// Keeps the memory of `emptied` (a buffer the exporter sent) for the
+    /// next take.
+    fn give_back(&self, emptied: Vec<SpanData>) {
+        debug_assert!(emptied.is_empty());
+        if emptied.capacity() <= self.capacity {
+            *self.spare.lock_unpoisoned() = emptied;
+        }
     }
 }
 
@@ -133,6 +150,7 @@ impl Exporter {
         let capacity = settings.queue.max(1);
         let buffer = Arc::new(Buffer {
             spans: Mutex::new(Vec::with_capacity(if traces { BATCH.min(capacity) } else { 0 })),
+            spare: Mutex::default(),
             capacity,
             wake_at: BATCH.min(capacity.div_ceil(2)),
             ready: Notify::new(),
@@ -262,11 +280,11 @@ impl Exporting {
         }
     }
 
+    /// Sends `spans` in batches, then gives their buffer's memory back.
     async fn send(&self, mut spans: Vec<SpanData>) {
         let Some(otlp) = &self.otlp else { return };
         while !spans.is_empty() {
-            let rest = spans.split_off(spans.len().min(BATCH));
-            let batch = std::mem::replace(&mut spans, rest);
+            let batch: Vec<SpanData> = spans.drain(..spans.len().min(BATCH)).collect();
             let n = batch.len() as u64;
             match tokio::time::timeout(EXPORT_TIMEOUT, otlp.export(batch)).await {
                 Ok(Ok(())) => self.metrics.spans_exported.inc_by(n),
@@ -280,5 +298,6 @@ impl Exporting {
                 }
             }
         }
+        self.buffer.give_back(spans);
     }
 }
