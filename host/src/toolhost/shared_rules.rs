@@ -5,6 +5,7 @@
 //! every process for its next decision; the other decisions cost no store
 //! command.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
@@ -29,7 +30,9 @@ pub(crate) struct SharedRules {
 #[derive(Debug)]
 struct Seen {
     version: u64,
-    rules: Arc<Vec<Rule>>,
+    rules: Vec<Rule>,
+    /// Their texts, as a decision names the rule that made it.
+    texts: HashSet<String>,
     /// Whether every one of them allows (all that "allow and remember"
     /// writes): only then can a decision they did not make stand without
     /// reading the version again.
@@ -65,7 +68,10 @@ impl Toolhost {
     pub(crate) fn rules_as_last_seen(&self) -> DecisionRules {
         let base = self.rules();
         let Some(shared) = self.inner.shared_rules.get() else { return DecisionRules { rules: base, current: true } };
-        let rules = shared.merged_with(&base, shared.seen.lock_unpoisoned().as_mut());
+        let rules = match shared.seen.lock_unpoisoned().as_mut() {
+            Some(seen) => seen.merged_with(&base),
+            None => base,
+        };
         DecisionRules { rules, current: false }
     }
 
@@ -127,28 +133,7 @@ impl SharedRules {
         let Some(seen) = seen.as_ref() else { return true };
         !seen.only_allow
             || (decision.source == Source::AllowRule
-                && decision.rule.as_deref().is_some_and(|made| seen.rules.iter().any(|r| r.to_string() == made)))
-    }
-
-    /// `base` with the remembered rules of `seen` (kept there for the next
-    /// decision with the same `base`).
-    fn merged_with(&self, base: &Arc<RuleSet>, seen: Option<&mut Seen>) -> Arc<RuleSet> {
-        let Some(seen) = seen else { return base.clone() };
-        if seen.rules.is_empty() {
-            return base.clone();
-        }
-        if let Some((with, merged)) = &seen.merged
-            && Arc::ptr_eq(with, base)
-        {
-            return merged.clone();
-        }
-        let mut rules = RuleSet::clone(base);
-        for rule in seen.rules.iter() {
-            rules.add(rule.clone());
-        }
-        let merged = Arc::new(rules);
-        seen.merged = Some((base.clone(), merged.clone()));
-        merged
+                && decision.rule.as_ref().is_some_and(|made| seen.texts.contains(made)))
     }
 
     /// `base` with the remembered rules as of the store's version now: read
@@ -158,7 +143,7 @@ impl SharedRules {
         {
             let mut seen = self.seen.lock_unpoisoned();
             if let Some(seen) = seen.as_mut().filter(|seen| seen.version == version) {
-                return Ok(self.merged_with(base, Some(seen)));
+                return Ok(seen.merged_with(base));
             }
         }
         let (version, records) = self.store.remembered_rules().await?;
@@ -173,9 +158,32 @@ impl SharedRules {
             })
             .collect();
         let only_allow = rules.iter().all(|r| r.behavior == Behavior::Allow);
-        let mut seen = Seen { version, rules: Arc::new(rules), only_allow, merged: None };
-        let merged = self.merged_with(base, Some(&mut seen));
+        let texts = rules.iter().map(Rule::to_string).collect();
+        let mut seen = Seen { version, rules, texts, only_allow, merged: None };
+        let merged = seen.merged_with(base);
         *self.seen.lock_unpoisoned() = Some(seen);
         Ok(merged)
+    }
+}
+
+impl Seen {
+    /// `base` with these remembered rules (the merge kept for the next
+    /// decision with the same `base`).
+    fn merged_with(&mut self, base: &Arc<RuleSet>) -> Arc<RuleSet> {
+        if self.rules.is_empty() {
+            return base.clone();
+        }
+        if let Some((with, merged)) = &self.merged
+            && Arc::ptr_eq(with, base)
+        {
+            return merged.clone();
+        }
+        let mut rules = RuleSet::clone(base);
+        for rule in &self.rules {
+            rules.add(rule.clone());
+        }
+        let merged = Arc::new(rules);
+        self.merged = Some((base.clone(), merged.clone()));
+        merged
     }
 }

@@ -14,8 +14,7 @@
 //! answer, a standalone stream's for the session's idle time, each at most
 //! [`toolhost::coordination::MAX_LOGGED_EVENTS`] events.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
@@ -25,7 +24,6 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use sha2::{Digest as _, Sha256};
 use toolhost::coordination::{EventLog, START};
-use toolhost::sync::MutexExt as _;
 
 use crate::keyring::Keyring;
 
@@ -39,12 +37,6 @@ const FOLLOW_EVERY: Duration = Duration::from_millis(100);
 /// How many events a replay reads at once.
 const READ_AT_ONCE: usize = 100;
 
-/// The most request streams whose first event is remembered as not yet
-/// logged; past it the set is emptied (a later retry event of a forgotten
-/// stream then names the log's start, so a resumption from it replays the
-/// stream from the beginning: events again, never events missed).
-const MAX_OPEN_STREAMS: usize = 10_000;
-
 /// rmcp's event store over the deployment's [`EventLog`].
 pub(crate) struct SharedEvents {
     log: Arc<dyn EventLog>,
@@ -55,8 +47,6 @@ pub(crate) struct SharedEvents {
     ids: Option<super::crossing::RequestIds>,
     /// How long a standalone stream's events are kept without a new one.
     idle: Duration,
-    /// Request streams started here whose answer has not been logged yet.
-    open_streams: Mutex<HashSet<String>>,
 }
 
 impl SharedEvents {
@@ -66,23 +56,19 @@ impl SharedEvents {
         idle: Duration,
         ids: Option<super::crossing::RequestIds>,
     ) -> Self {
-        Self { log, sealer: Arc::new(Sealer::new(keyring)), ids, idle, open_streams: Mutex::default() }
+        Self { log, sealer: Arc::new(Sealer::new(keyring)), ids, idle }
     }
+}
 
-    /// Whether `event` opens the request stream `stream_id`: the retry
-    /// event rmcp sends first on every request's stream. It carries no
-    /// message, and resuming after it is reading the stream's log from
-    /// [`START`], so it costs the call no write.
-    fn opens(&self, stream_id: &str, event: &ServerSseMessage) -> bool {
-        if event.message.is_some() || stream_id.ends_with(STANDALONE) {
-            return false;
-        }
-        let mut open = self.open_streams.lock_unpoisoned();
-        if open.len() >= MAX_OPEN_STREAMS {
-            open.clear();
-        }
-        open.insert(stream_id.to_owned())
-    }
+/// Whether `event` opens the request stream `stream_id`: the retry event
+/// rmcp sends first on every request's stream. It carries no message, and
+/// resuming after it is reading the stream's log from [`START`], so it
+/// costs the call no write. (rmcp sends another only when its handle's
+/// `close_sse_stream` is called, which toolhost never does; one would name
+/// the start too, and a resumption after it get the stream's events again,
+/// never miss one.)
+fn opens(stream_id: &str, event: &ServerSseMessage) -> bool {
+    event.message.is_none() && !stream_id.ends_with(STANDALONE)
 }
 
 /// Seals and opens events with the keys derived from the keyring's.
@@ -157,7 +143,7 @@ fn is_answer(message: &ServerJsonRpcMessage) -> bool {
 impl EventStore for SharedEvents {
     async fn store_event(&self, stream_id: &str, event: &ServerSseMessage) -> Result<EventId, EventStoreError> {
         let stream = log_name(stream_id);
-        if self.opens(stream_id, event) {
+        if opens(stream_id, event) {
             return Ok(format!("{stream}.{START}"));
         }
         let message = event.message.as_deref().cloned().map(|m| match &self.ids {
@@ -167,12 +153,7 @@ impl EventStore for SharedEvents {
         let ends = message.as_ref().is_some_and(is_answer);
         let retry_ms = event.retry.map(|r| u64::try_from(r.as_millis()).unwrap_or(u64::MAX));
         let plain = serde_json::to_vec(&Stored { message, retry_ms })?;
-        let ttl = if ends {
-            self.open_streams.lock_unpoisoned().remove(stream_id);
-            AFTER_THE_ANSWER
-        } else {
-            self.idle
-        };
+        let ttl = if ends { AFTER_THE_ANSWER } else { self.idle };
         match self.log.append(&stream, &self.sealer.seal(&stream, &plain)?, ttl).await {
             Ok(id) => Ok(format!("{stream}.{id}")),
             // The event still goes to its client: only a resumption after
