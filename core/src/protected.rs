@@ -219,7 +219,7 @@ impl ProtectedPaths {
         // without a name: below a file entry too, which no file system
         // allows but a path's text does.
         let home = Path::new(cwd).join(home);
-        if text.contains(['\\', '\'']) || [Path::new(cwd), &home].into_iter().any(|d| self.at_or_above(d)) {
+        if text.contains(['\\', '\'']) || [Path::new(cwd), &home].into_iter().any(|d| self.at_or_above(d).is_some()) {
             return true;
         }
         self.entries
@@ -228,11 +228,11 @@ impl ProtectedPaths {
             .any(|p| p.file_name().and_then(|n| n.to_str()).is_none_or(|name| text.contains(name)))
     }
 
-    /// Whether some entry is `path` (absolute; normalised here) or one of
-    /// its ancestors, whatever the entry's kind.
-    fn at_or_above(&self, path: &Path) -> bool {
+    /// The entry that is `path` (absolute; normalised here) or one of its
+    /// ancestors, whatever the entry's kind.
+    fn at_or_above(&self, path: &Path) -> Option<&ProtectedPath> {
         let path = normalize_lexically(path);
-        self.entries.iter().any(|e| path.starts_with(&e.path) || e.real.as_deref().is_some_and(|r| path.starts_with(r)))
+        self.entries.iter().find(|e| path.starts_with(&e.path) || e.real.as_deref().is_some_and(|r| path.starts_with(r)))
     }
 
     /// The refusal text when `input` (a tool call's input object) names a
@@ -273,12 +273,13 @@ impl ProtectedPaths {
     /// entry's name or the folder is an entry or below one (the reasoning of
     /// [`ProtectedPaths::may_be_named_in`], per folder), so other words are
     /// resolved only from protected folders. Words that spell a name are
-    /// resolved from every folder, at most [`MAX_WORD_FOLDERS`] times in
-    /// all; past that, such a word is refused as if the folder were unknown.
+    /// resolved from every folder, within [`MAX_RESOLVED_BYTES`] of paths
+    /// in all; past that, a word that still needs resolving is refused as
+    /// if its folder were unknown.
     fn named_in_command(&self, command: &str, cwd: &str, home: &str) -> Option<String> {
         let scan = CommandScan::new(command, cwd, home);
         let every_dir: Vec<&PathBuf> = scan.dirs.iter().collect();
-        let protected_dirs: Vec<&PathBuf> = scan.dirs.iter().filter(|d| self.at_or_above(d)).collect();
+        let protected_dirs: Vec<&PathBuf> = scan.dirs.iter().filter(|d| self.at_or_above(d).is_some()).collect();
         let mut resolved = 0;
         for word in &scan.words {
             let relative = !word.starts_with('/') && !word.starts_with('~');
@@ -290,13 +291,15 @@ impl ProtectedPaths {
             }
             let spelled = self.spelled_by(word);
             let dirs = if spelled.is_some() { &every_dir } else { &protected_dirs };
-            resolved += dirs.len();
-            if let Some(entry) = spelled.filter(|_| resolved > MAX_WORD_FOLDERS) {
+            resolved += dirs.iter().map(|d| d.as_os_str().len() + word.len()).sum::<usize>();
+            if resolved > MAX_RESOLVED_BYTES {
                 let why = format!(
-                    "the command names it from more folders than toolhost follows: {MAX_WORD_FOLDERS} resolutions \
-                     of words like it"
+                    "the command names it from more folders than toolhost follows: {} MiB of paths resolved",
+                    MAX_RESOLVED_BYTES >> 20
                 );
-                return Some(unknown_folder_refusal(word, entry, &why));
+                if let Some(entry) = spelled.or_else(|| dirs.iter().find_map(|d| self.at_or_above(d))) {
+                    return Some(unknown_folder_refusal(word, entry, &why));
+                }
             }
             for dir in dirs {
                 if let Some(why) = self.named(word, &dir.to_string_lossy(), home) {
@@ -400,11 +403,12 @@ pub struct CommandScan {
 /// so a hostile command cannot make the check run for ever.
 const MAX_SCAN_DIRS: usize = 64;
 
-/// The most times a command's words that spell a protected name are
-/// resolved from a folder ([`ProtectedPaths::named_in_input`]): each is
-/// resolved from every folder, so a long hostile command would otherwise
-/// hold the check for seconds.
-const MAX_WORD_FOLDERS: usize = 1 << 16;
+/// The most bytes of path (folder and word) a command's relative words are
+/// resolved over ([`ProtectedPaths::named_in_input`]): a word that spells a
+/// protected name is resolved from every folder, and any word from every
+/// protected folder, so a long hostile command (or a long home folder it
+/// expands) would otherwise hold the check for seconds.
+const MAX_RESOLVED_BYTES: usize = 4 << 20;
 
 /// A token of a command: a word, or a shell operator character.
 enum Token {
@@ -530,12 +534,32 @@ fn visit_strings(value: &serde_json::Value, key: Option<&str>, f: &mut impl FnMu
 
 /// `text` with `${HOME}` and `$HOME` replaced by `home`, as the command
 /// scan reads a command (and as the cheap test must read any input).
+///
+/// One pass, as the shell expands: a `$HOME` inside `home` itself is not
+/// expanded again (which would make the text grow with the square of a
+/// home folder that spells it).
 fn expand_home<'a>(text: &'a str, home: &str) -> Cow<'a, str> {
-    if text.contains("$HOME") || text.contains("${HOME}") {
-        Cow::Owned(text.replace("${HOME}", home).replace("$HOME", home))
-    } else {
-        Cow::Borrowed(text)
+    if !text.contains("$HOME") && !text.contains("${HOME}") {
+        return Cow::Borrowed(text);
     }
+    let mut expanded = String::with_capacity(text.len() + home.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        expanded.push_str(&rest[..at]);
+        let after = &rest[at..];
+        match ["${HOME}", "$HOME"].into_iter().find(|name| after.starts_with(name)) {
+            Some(name) => {
+                expanded.push_str(home);
+                rest = &after[name.len()..];
+            }
+            None => {
+                expanded.push('$');
+                rest = &after[1..];
+            }
+        }
+    }
+    expanded.push_str(rest);
+    Cow::Owned(expanded)
 }
 
 /// The real form of `path`: the longest existing prefix with its symlinks
@@ -594,10 +618,38 @@ mod tests {
         let words: String = (0..20_000).map(|i| format!("d{i}/toolhost.toml ")).collect();
         let command = format!("cd a; cd b; cd c; cd d; cat {words}");
         let why = paths().named_in_input(&json!({"command": command}), "/x", "/home/u").expect("refused");
-        assert!(why.contains(&format!("more folders than toolhost follows: {MAX_WORD_FOLDERS}")), "{why}");
+        assert!(why.contains("more folders than toolhost follows: 4 MiB of paths resolved"), "{why}");
         let few: String = (0..10).map(|i| format!("d{i}/toolhost.toml ")).collect();
         let command = format!("cd a; cd b; cd c; cd d; cat {few}");
         assert!(paths().named_in_input(&json!({"command": command}), "/x", "/home/u").is_none(), "{command}");
+    }
+
+    /// Found by the `protected_input` fuzz target (11.5 s on one input): a
+    /// home folder that itself spells `$HOME` was expanded again inside
+    /// every expansion, so a 39-byte command grew into 210 KB of words.
+    /// The shell expands once; so does the scan.
+    #[test]
+    fn home_is_expanded_once_as_the_shell_expands_it() {
+        let home = "/h/$HOME/${HOME}";
+        assert_eq!(expand_home("cat ${HOME}/a $HOME/b $HOM $", home), "cat /h/$HOME/${HOME}/a /h/$HOME/${HOME}/b $HOM $");
+        let scan = CommandScan::new("cat ${HOME}x", "/w", "/h/$HOME");
+        assert_eq!(scan.words, ["cat", "/h/$HOMEx"]);
+    }
+
+    /// Words that spell no protected name are resolved from every
+    /// protected folder the command may be in, within the same budget: a
+    /// long command run in a protected folder is refused, not followed for
+    /// seconds.
+    #[test]
+    fn plain_words_from_a_protected_folder_are_resolved_within_a_budget() {
+        let cwd = "/home/u/.local/state/toolhost/a";
+        let words: String = (0..100_000).map(|i| format!("../../../../../../../d{i}/n ")).collect();
+        let command = format!("/bin/cat {words}");
+        let why = paths().named_in_input(&json!({"command": command}), cwd, "/home/u").expect("refused");
+        assert!(why.contains("more folders than toolhost follows"), "{why}");
+        assert!(why.contains("/home/u/.local/state/toolhost"), "{why}");
+        let command = "/bin/cat ../../../../../../../d0/n ../../../../../../../d1/n";
+        assert!(paths().named_in_input(&json!({"command": command}), cwd, "/home/u").is_none(), "{command}");
     }
 
     /// A word that spells no protected name is still resolved from a
