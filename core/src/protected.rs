@@ -232,7 +232,9 @@ impl ProtectedPaths {
     /// ancestors, whatever the entry's kind.
     fn at_or_above(&self, path: &Path) -> Option<&ProtectedPath> {
         let path = normalize_lexically(path);
-        self.entries.iter().find(|e| path.starts_with(&e.path) || e.real.as_deref().is_some_and(|r| path.starts_with(r)))
+        self.entries
+            .iter()
+            .find(|e| path.starts_with(&e.path) || e.real.as_deref().is_some_and(|r| path.starts_with(r)))
     }
 
     /// The refusal text when `input` (a tool call's input object) names a
@@ -631,7 +633,10 @@ mod tests {
     #[test]
     fn home_is_expanded_once_as_the_shell_expands_it() {
         let home = "/h/$HOME/${HOME}";
-        assert_eq!(expand_home("cat ${HOME}/a $HOME/b $HOM $", home), "cat /h/$HOME/${HOME}/a /h/$HOME/${HOME}/b $HOM $");
+        assert_eq!(
+            expand_home("cat ${HOME}/a $HOME/b $HOM $", home),
+            "cat /h/$HOME/${HOME}/a /h/$HOME/${HOME}/b $HOM $"
+        );
         let scan = CommandScan::new("cat ${HOME}x", "/w", "/h/$HOME");
         assert_eq!(scan.words, ["cat", "/h/$HOMEx"]);
     }
