@@ -94,7 +94,8 @@ impl From<BackendError> for ToolError {
 
 /// What a tool needs from the host, as its metadata declares it (the WIT
 /// `capabilities`). Declaring is not granting: the user's settings decide.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Capabilities {
     /// Roots the tool wants to read under: absolute paths, or `$WORKDIRS`.
     pub fs_read: Vec<String>,
@@ -110,13 +111,19 @@ pub struct Capabilities {
 /// before the host validates it into a [`crate::tool::ToolInfo`]; also what
 /// a middleware is told about the tool it wraps. JSON values are text here,
 /// as on the wire.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// This is the one Rust form of the record: a built-in's
+/// `guest-tools/tools/<crate>/metadata.json` is its serialised form, with
+/// the schemas written as JSON values rather than text.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ToolMetadata {
     /// The name shown to the model.
     pub name: String,
     /// What the tool does, written for the model.
     pub description: String,
     /// The JSON Schema of the input, as text.
+    #[serde(with = "json_text")]
     pub input_schema: String,
     /// Whether calls may run in parallel with other concurrency-safe calls.
     pub concurrency_safe: bool,
@@ -129,9 +136,45 @@ pub struct ToolMetadata {
     /// The MCP server the tool comes from, if it proxies one.
     pub mcp_origin: Option<String>,
     /// For external tools: the JSON Schema (as text) of the result metadata.
+    #[serde(with = "json_text::optional")]
     pub result_metadata_schema: Option<String>,
     /// What the tool declares it needs.
     pub capabilities: Capabilities,
+}
+
+/// JSON carried as text in a record, serialised as the JSON value it
+/// holds (and read back into text): a schema reads as a schema in a file.
+mod json_text {
+    use serde::de::Error as _;
+    use serde::ser::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(S::Error::custom)?;
+        value.serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        serde_json::to_string(&value).map_err(D::Error::custom)
+    }
+
+    /// The same for an optional value (`null` when absent).
+    pub mod optional {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(text: &Option<String>, serializer: S) -> Result<S::Ok, S::Error> {
+            match text {
+                Some(text) => super::serialize(text, serializer),
+                None => serializer.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+            let value = Option::<serde_json::Value>::deserialize(deserializer)?;
+            value.map(|v| serde_json::to_string(&v).map_err(D::Error::custom)).transpose()
+        }
+    }
 }
 
 /// What a middleware component says about itself (the WIT

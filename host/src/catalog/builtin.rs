@@ -20,8 +20,6 @@
 //! built-in. Believing it widens nothing: built-ins are the host's own, and
 //! their grants come from the host's policy, not from this file.
 
-use serde::{Deserialize, Serialize};
-
 use super::tool::{LoadError, Origin, ToolInfo, validate_metadata};
 use crate::runtime::Runtime;
 use crate::types;
@@ -39,88 +37,13 @@ pub struct Builtin {
     pub bytes: &'static [u8],
     /// The SHA-256 of [`Builtin::bytes`] (hex), computed at build time.
     pub sha256: &'static str,
-    /// Its metadata as JSON ([`BuiltinMetadata`]), from
+    /// Its metadata as JSON (a [`types::ToolMetadata`] serialised), from
     /// `guest-tools/tools/<crate>/metadata.json`.
     pub metadata: &'static str,
 }
 
 /// The WIT package version of the embedded built-ins.
 pub const BUILTIN_WIT_VERSION: &str = "0.1.0";
-
-/// A built-in's `metadata.json`: the `tool-metadata` record of the WIT, with
-/// the schemas as JSON values rather than text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BuiltinMetadata {
-    /// Name shown to the model.
-    pub name: String,
-    /// Description for the model.
-    pub description: String,
-    /// Input JSON Schema.
-    pub input_schema: serde_json::Value,
-    /// May run in parallel with other concurrency-safe calls.
-    pub concurrency_safe: bool,
-    /// Every call only reads.
-    pub read_only: bool,
-    /// Carried out outside the host.
-    pub external: bool,
-    /// Uses the agent state.
-    pub state_injected: bool,
-    /// The MCP server it proxies.
-    pub mcp_origin: Option<String>,
-    /// For external tools: the schema of the result metadata.
-    pub result_metadata_schema: Option<serde_json::Value>,
-    /// Roots it reads under.
-    pub fs_read: Vec<String>,
-    /// Roots it writes under.
-    pub fs_write: Vec<String>,
-    /// Runs processes.
-    pub process_exec: bool,
-    /// Needs the network.
-    pub network: bool,
-}
-
-impl BuiltinMetadata {
-    /// The metadata a loaded tool reported (to compare with, or to write, a
-    /// `metadata.json`).
-    pub fn of(info: &ToolInfo) -> Self {
-        Self {
-            name: info.name.clone(),
-            description: info.description.clone(),
-            input_schema: info.input_schema.clone(),
-            concurrency_safe: info.concurrency_safe,
-            read_only: info.read_only,
-            external: info.external,
-            state_injected: info.state_injected,
-            mcp_origin: info.mcp_origin.clone(),
-            result_metadata_schema: info.result_metadata_schema.clone(),
-            fs_read: info.capabilities.fs_read.clone(),
-            fs_write: info.capabilities.fs_write.clone(),
-            process_exec: info.capabilities.process_exec,
-            network: info.capabilities.network,
-        }
-    }
-
-    fn into_record(self) -> types::ToolMetadata {
-        types::ToolMetadata {
-            name: self.name,
-            description: self.description,
-            input_schema: self.input_schema.to_string(),
-            concurrency_safe: self.concurrency_safe,
-            read_only: self.read_only,
-            external: self.external,
-            state_injected: self.state_injected,
-            mcp_origin: self.mcp_origin,
-            result_metadata_schema: self.result_metadata_schema.map(|s| s.to_string()),
-            capabilities: types::Capabilities {
-                fs_read: self.fs_read,
-                fs_write: self.fs_write,
-                process_exec: self.process_exec,
-                network: self.network,
-            },
-        }
-    }
-}
 
 impl Builtin {
     /// Its metadata from the embedded `metadata.json`, validated like a
@@ -132,7 +55,7 @@ impl Builtin {
             return Err(self.name_mismatch(metadata.name));
         }
         let (info, _) = validate_metadata(
-            metadata.into_record(),
+            metadata,
             Origin::Builtin,
             BUILTIN_WIT_VERSION.to_string(),
             self.sha256.to_string(),
@@ -142,7 +65,7 @@ impl Builtin {
     }
 
     /// The embedded `metadata.json`, parsed (not validated).
-    pub(crate) fn embedded_metadata(&self) -> Result<BuiltinMetadata, LoadError> {
+    pub(crate) fn embedded_metadata(&self) -> Result<types::ToolMetadata, LoadError> {
         serde_json::from_str(self.metadata).map_err(|e| {
             LoadError::Metadata(
                 format!("built-in tool {}", self.name),
@@ -153,6 +76,16 @@ impl Builtin {
                 ),
             )
         })
+    }
+
+    /// Whether `info` (what the component reported, validated) is what the
+    /// embedded `metadata.json` says, compared as parsed JSON: validating
+    /// the file again (a schema compile) would add a millisecond to every
+    /// process's first load.
+    pub(crate) fn metadata_matches(&self, info: &ToolInfo) -> Result<bool, LoadError> {
+        let as_json = |m: &types::ToolMetadata| serde_json::to_value(m).ok();
+        let embedded = self.embedded_metadata()?;
+        Ok(as_json(&types::ToolMetadata::from(info)).is_some_and(|loaded| Some(loaded) == as_json(&embedded)))
     }
 
     pub(crate) fn name_mismatch(&self, reported: String) -> LoadError {

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use super::callable::{CallableTool, ToolKind};
 use super::instance::ToolInstance;
 use super::loaded::LoadedTool;
-use crate::catalog::builtin::{Builtin, BuiltinMetadata};
+use crate::catalog::builtin::Builtin;
 use crate::catalog::component::{ComponentKind, check_exports, check_header};
 use crate::catalog::tool::{LoadError, Origin, validate_metadata};
 use crate::runtime::bindings::{ToolPre, WitVersion};
@@ -152,9 +152,7 @@ pub async fn load_builtin_tiered(runtime: &Runtime, builtin: &Builtin) -> Result
     if tool.info.name != builtin.name {
         return Err(builtin.name_mismatch(tool.info.name.clone()));
     }
-    // Compared as parsed JSON: validating the file again (a schema
-    // compile) would add a millisecond to every process's first load.
-    if BuiltinMetadata::of(&tool.info) != builtin.embedded_metadata()? {
+    if !builtin.metadata_matches(&tool.info)? {
         return Err(LoadError::BuiltinMetadataDrift {
             name: builtin.name.to_string(),
             crate_name: builtin.crate_name.to_string(),
