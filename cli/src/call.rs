@@ -67,13 +67,7 @@ pub async fn call(global: &Global, args: CallArgs) -> Result<u8> {
             CallEvent::RememberFailed { message, .. } => eprintln!("warning: {}", shown::line(&message)),
             CallEvent::PermissionRequest(req) => {
                 let answer = if prompt::interactive() {
-                    prompt::ask(
-                        &req.tool,
-                        &req.input,
-                        &req.decision,
-                        &remember_target,
-                        prompt::rules_have_documented_meaning(&host, &req.tool),
-                    )
+                    prompt::ask(&host, &req, &remember_target)
                 } else {
                     refusal = Some(prompt::not_asked(&req.tool, &req.decision));
                     PermissionAnswer::Deny

@@ -2,11 +2,9 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use toolhost::PermissionAnswer;
 use toolhost::permission::Decision;
-use toolhost::tool::Origin;
-
-use super::shown::line;
+use toolhost::question::PermissionQuestion;
+use toolhost::{PermissionAnswer, PermissionRequest};
 
 /// Whether a person can be asked (stdin and stderr are terminals).
 pub fn interactive() -> bool {
@@ -21,41 +19,21 @@ pub fn remember_target(host: &toolhost::Toolhost) -> String {
     }
 }
 
-/// What the prompt adds when "allow and remember" would keep a content rule
-/// of a tool that is not built in: its `match-rule` alone says what the
-/// content covers, whatever the text looks like.
-pub const PLUGIN_RULE_NOTE: &str = "this rule's meaning is decided by the plugin itself";
-
-/// Whether a content rule of `tool` means what toolhost's documentation
-/// says (a built-in), rather than whatever the plugin's `match-rule` decides.
-pub fn rules_have_documented_meaning(host: &toolhost::Toolhost, tool: &str) -> bool {
-    host.origin(tool) == Some(Origin::Builtin)
-}
-
 /// Asks: allow once, allow and remember the suggested rules, or deny.
-/// `documented` is [`rules_have_documented_meaning`] for the tool.
-pub fn ask(
-    tool: &str,
-    input: &serde_json::Value,
-    decision: &Decision,
-    remember_target: &str,
-    documented: bool,
-) -> PermissionAnswer {
+pub fn ask(host: &toolhost::Toolhost, req: &PermissionRequest, remember_target: &str) -> PermissionAnswer {
+    let question = PermissionQuestion::new(host, &req.tool, &req.input, &req.decision);
     let mut err = std::io::stderr();
-    // serde_json escapes C0 controls only; `line` escapes DEL, C1 and bidi too.
-    let _ = writeln!(err, "\n{} wants to run with {}", line(tool), line(&input.to_string()));
-    let _ = writeln!(err, "  {}", line(&decision.message));
-    if let Some(reason) = &decision.reason {
-        let _ = writeln!(err, "  ({})", line(reason));
+    let _ = writeln!(err, "\n{}", question.headline);
+    for detail in &question.details {
+        let _ = writeln!(err, "  {detail}");
     }
-    let rules: Vec<String> = decision.suggested_rules.iter().map(|r| line(&r.to_string()).into_owned()).collect();
-    let can_remember = !rules.is_empty() && !decision.bypass_immune;
-    if can_remember && !documented && decision.suggested_rules.iter().any(|r| !r.is_tool_level()) {
-        let _ = writeln!(err, "  note: {PLUGIN_RULE_NOTE}");
+    if let Some(note) = question.note {
+        let _ = writeln!(err, "  note: {note}");
     }
+    let can_remember = !question.rules.is_empty();
     if can_remember {
-        let _ =
-            write!(err, "[y] allow once  [a] allow and remember {} in {remember_target}  [n] deny: ", rules.join(", "));
+        let rules = question.rules.join(", ");
+        let _ = write!(err, "[y] allow once  [a] allow and remember {rules} in {remember_target}  [n] deny: ");
     } else {
         let _ = write!(err, "[y] allow once  [n] deny: ");
     }
@@ -66,7 +44,7 @@ pub fn ask(
     }
     match line.trim() {
         "y" | "Y" | "yes" => PermissionAnswer::AllowOnce,
-        "a" | "A" if can_remember => PermissionAnswer::AllowAndRemember(decision.suggested_rules.clone()),
+        "a" | "A" if can_remember => PermissionAnswer::AllowAndRemember(req.decision.suggested_rules.clone()),
         _ => PermissionAnswer::Deny,
     }
 }

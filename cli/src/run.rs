@@ -58,8 +58,7 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<u8> {
             return PermissionAnswer::Deny;
         }
         let _turn = asking.lock_unpoisoned();
-        let documented = prompt::rules_have_documented_meaning(&origins, &req.tool);
-        prompt::ask(&req.tool, &req.input, &req.decision, &remember_target, documented)
+        prompt::ask(&origins, &req, &remember_target)
     });
     // The results are printed as they come (a JSON list, as one would be
     // pretty-printed), so a long batch holds only the calls in flight.

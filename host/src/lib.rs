@@ -28,6 +28,7 @@ pub mod events;
 pub mod execution;
 mod hold;
 pub mod oci;
+pub mod question;
 pub mod refusal;
 pub mod response;
 pub mod runtime;

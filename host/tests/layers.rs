@@ -59,6 +59,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("check_batch", 6),
     ("ask_user", 6),
     ("refusal", 6),
+    ("question", 6),
     ("audit_replay", 6),
 ];
 

@@ -20,7 +20,8 @@ use sha2::{Digest as _, Sha256};
 use toolhost::ask_user::{self, Questions, answers_result};
 use toolhost::escape::line;
 use toolhost::permission::Decision;
-use toolhost::{ExternalResult, PermissionAnswer, PermissionRequest};
+use toolhost::question::{PermissionQuestion, can_remember};
+use toolhost::{ExternalResult, PermissionAnswer, PermissionRequest, Toolhost};
 
 use crate::keyring::Keyring;
 use toolhost::coordination::NonceStore;
@@ -37,25 +38,21 @@ const DENY: &str = "deny";
 /// How long a sealed request state can be answered.
 const STATE_TTL: Duration = Duration::from_secs(600);
 
-/// Whether "allow and remember" may be offered for `decision`.
-fn can_remember(decision: &Decision) -> bool {
-    !decision.suggested_rules.is_empty() && !decision.bypass_immune
-}
-
-/// The form for a permission ask: allow once, allow and remember (when
-/// there are rules to remember), deny.
-pub(crate) fn permission_form(req: &PermissionRequest) -> ElicitRequestParams {
-    let d = &req.decision;
-    let mut message =
-        format!("{} wants to run with {}\n{}", line(&req.tool), line(&req.input.to_string()), line(&d.message));
-    if let Some(reason) = &d.reason {
-        message.push_str(&format!("\n({})", line(reason)));
+/// The form for a permission ask on `host`: allow once, allow and
+/// remember (when there are rules to remember), deny.
+pub(crate) fn permission_form(host: &Toolhost, req: &PermissionRequest) -> ElicitRequestParams {
+    let question = PermissionQuestion::new(host, &req.tool, &req.input, &req.decision);
+    let mut message = question.headline;
+    for line in
+        question.details.iter().map(String::as_str).chain(question.note.map(|n| format!("note: {n}")).as_deref())
+    {
+        message.push('\n');
+        message.push_str(line);
     }
     let (mut values, mut titles) = (vec![ALLOW_ONCE.to_string()], vec!["Allow once".to_string()]);
-    if can_remember(d) {
-        let rules: Vec<String> = d.suggested_rules.iter().map(|r| line(&r.to_string()).into_owned()).collect();
+    if !question.rules.is_empty() {
         values.push(ALLOW_AND_REMEMBER.into());
-        titles.push(format!("Allow and remember {}", rules.join(", ")));
+        titles.push(format!("Allow and remember {}", question.rules.join(", ")));
     }
     values.push(DENY.into());
     titles.push("Deny".into());

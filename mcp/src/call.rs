@@ -80,7 +80,7 @@ pub(crate) async fn drive(
             CallEvent::RememberFailed { message, .. } => warnings.push(message),
             CallEvent::PermissionRequest(req) => match &asker {
                 Asker::Elicit => {
-                    let form = asks::permission_form(&req);
+                    let form = asks::permission_form(host, &req);
                     match elicit(ctx, form).await {
                         Elicited::Answered(result) => {
                             let answer = asks::permission_answer(&result, &req.decision);
@@ -95,7 +95,7 @@ pub(crate) async fn drive(
                 }
                 Asker::Rounds(answers) => match answers.iter().find_map(|a| a.permission_for(&req)) {
                     Some(answer) => req.answer(answer),
-                    None => return ask_next_round(&req),
+                    None => return ask_next_round(host, &req),
                 },
                 Asker::Nobody => {
                     refusal = Some(asks::not_asked(&req));
@@ -119,9 +119,9 @@ pub(crate) async fn drive(
 
 /// Ends a 2026-07-28 round with the question `req` asks (dropping `req`
 /// denies it in this round, before any of the tool's code ran).
-fn ask_next_round(req: &PermissionRequest) -> Driven {
+fn ask_next_round(host: &Toolhost, req: &PermissionRequest) -> Driven {
     let pending = Pending::Permission { tool: req.tool.clone(), input: asks::digest(&req.input) };
-    Driven::NeedsInput(pending, asks::permission_form(req))
+    Driven::NeedsInput(pending, asks::permission_form(host, req))
 }
 
 /// How an elicitation ended.
