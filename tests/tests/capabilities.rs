@@ -314,6 +314,11 @@ fn the_agent_state_is_bounded_in_bytes_and_keys() {
             "StateHoarder=state",
             "--allow",
             "StateHoarder",
+            // A named session is saved whole at each change: 67 values of
+            // a megabyte are 2 GB written, minutes on a loaded debug build.
+            // The bounds are the subject here, not the time.
+            "--timeout-ms",
+            "900000",
         ];
         args.extend_from_slice(flags);
         let input = input.to_string();
