@@ -9,14 +9,20 @@
 //! [`ToolBindings`], [`MiddlewarePre`], [`MiddlewareBindings`]), which
 //! dispatch on the version. Adding `0.2.0` is: a frozen `wit/v0.2.0`, a
 //! module `v0_2_0`, a [`WitVersion`] variant and one arm per `match` below
-//! (see `docs/plugin-authors.md`).
+//! (see `docs/plugin-authors.md`); the module's imports are served by the
+//! version-neutral host (`runtime/imports`) through the adapters of
+//! `adapters.rs`, one macro per interface, and only a changed function is
+//! adapted by hand (`v0_2_0_draft`, test-only, shows one).
 //!
 //! Every import is `async` (host I/O never blocks a runtime thread) and
 //! `trappable`: an import that can fail with a `tool-error` returns
 //! `Result<T, HostError>`, whose error is either the guest's `tool-error`
 //! or, asked for explicitly, a trap.
 
+mod adapters;
 pub mod v0_1_0;
+#[cfg(feature = "wit-draft")]
+pub mod v0_2_0_draft;
 
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, Linker, Resource};
@@ -38,16 +44,26 @@ pub const WIT_PACKAGE: &[(&str, &str)] = v0_1_0::WIT_FILES;
 pub enum WitVersion {
     /// `toolhost:tool@0.1.0` ([`v0_1_0`]).
     V0_1_0,
+    /// `toolhost:tool@0.2.0-draft`, test-only (`v0_2_0_draft`, with the
+    /// `wit-draft` feature).
+    #[cfg(feature = "wit-draft")]
+    V0_2_0Draft,
 }
 
 impl WitVersion {
     /// Every version this host speaks, oldest first.
-    pub const ALL: &'static [WitVersion] = &[WitVersion::V0_1_0];
+    pub const ALL: &'static [WitVersion] = &[
+        WitVersion::V0_1_0,
+        #[cfg(feature = "wit-draft")]
+        WitVersion::V0_2_0Draft,
+    ];
 
     /// The package version its module was generated from (`0.1.0`).
     pub fn as_str(self) -> &'static str {
         match self {
             WitVersion::V0_1_0 => v0_1_0::VERSION,
+            #[cfg(feature = "wit-draft")]
+            WitVersion::V0_2_0Draft => v0_2_0_draft::VERSION,
         }
     }
 
@@ -55,6 +71,8 @@ impl WitVersion {
     pub fn serving(version: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|v| match v {
             WitVersion::V0_1_0 => v0_1_0::accepts(version),
+            #[cfg(feature = "wit-draft")]
+            WitVersion::V0_2_0Draft => v0_2_0_draft::accepts(version),
         })
     }
 
@@ -67,6 +85,8 @@ impl WitVersion {
     pub(crate) fn add_tool_imports(self, linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         match self {
             WitVersion::V0_1_0 => v0_1_0::add_tool_imports(linker),
+            #[cfg(feature = "wit-draft")]
+            WitVersion::V0_2_0Draft => v0_2_0_draft::add_tool_imports(linker),
         }
     }
 
@@ -74,6 +94,8 @@ impl WitVersion {
     pub(crate) fn add_middleware_imports(self, linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         match self {
             WitVersion::V0_1_0 => v0_1_0::add_middleware_imports(linker),
+            #[cfg(feature = "wit-draft")]
+            WitVersion::V0_2_0Draft => v0_2_0_draft::add_middleware_imports(linker),
         }
     }
 }
@@ -123,6 +145,8 @@ pub struct ToolPre(ToolPreInner);
 
 enum ToolPreInner {
     V0_1_0(v0_1_0::ToolComponentPre<CallState>),
+    #[cfg(feature = "wit-draft")]
+    V0_2_0Draft(v0_2_0_draft::ToolComponentPre<CallState>),
 }
 
 impl ToolPre {
@@ -130,6 +154,8 @@ impl ToolPre {
     pub(crate) fn new(version: WitVersion, pre: InstancePre<CallState>) -> wasmtime::Result<Self> {
         Ok(match version {
             WitVersion::V0_1_0 => ToolPre(ToolPreInner::V0_1_0(v0_1_0::ToolComponentPre::new(pre)?)),
+            #[cfg(feature = "wit-draft")]
+            WitVersion::V0_2_0Draft => ToolPre(ToolPreInner::V0_2_0Draft(v0_2_0_draft::ToolComponentPre::new(pre)?)),
         })
     }
 
@@ -137,6 +163,8 @@ impl ToolPre {
     pub fn version(&self) -> WitVersion {
         match self.0 {
             ToolPreInner::V0_1_0(_) => WitVersion::V0_1_0,
+            #[cfg(feature = "wit-draft")]
+            ToolPreInner::V0_2_0Draft(_) => WitVersion::V0_2_0Draft,
         }
     }
 
@@ -145,6 +173,8 @@ impl ToolPre {
     pub fn engine(&self) -> &wasmtime::Engine {
         match &self.0 {
             ToolPreInner::V0_1_0(pre) => pre.engine(),
+            #[cfg(feature = "wit-draft")]
+            ToolPreInner::V0_2_0Draft(pre) => pre.engine(),
         }
     }
 
@@ -152,6 +182,10 @@ impl ToolPre {
     pub async fn instantiate(&self, store: &mut Store<CallState>) -> wasmtime::Result<ToolBindings> {
         Ok(match &self.0 {
             ToolPreInner::V0_1_0(pre) => ToolBindings(ToolInner::V0_1_0(v0_1_0::Tool::instantiate(pre, store).await?)),
+            #[cfg(feature = "wit-draft")]
+            ToolPreInner::V0_2_0Draft(pre) => {
+                ToolBindings(ToolInner::V0_2_0Draft(v0_2_0_draft::Tool::instantiate(pre, store).await?))
+            }
         })
     }
 }
@@ -161,6 +195,8 @@ pub struct ToolBindings(ToolInner);
 
 enum ToolInner {
     V0_1_0(v0_1_0::Tool),
+    #[cfg(feature = "wit-draft")]
+    V0_2_0Draft(v0_2_0_draft::Tool),
 }
 
 impl ToolBindings {
@@ -168,6 +204,8 @@ impl ToolBindings {
     pub async fn metadata(&self, store: &mut Store<CallState>) -> wasmtime::Result<ToolMetadata> {
         match &self.0 {
             ToolInner::V0_1_0(tool) => tool.metadata(store).await,
+            #[cfg(feature = "wit-draft")]
+            ToolInner::V0_2_0Draft(tool) => tool.metadata(store).await,
         }
     }
 
@@ -175,6 +213,8 @@ impl ToolBindings {
     pub async fn call(&self, store: &mut Store<CallState>, input: &str) -> wasmtime::Result<Result<(), ToolError>> {
         match &self.0 {
             ToolInner::V0_1_0(tool) => tool.call(store, input).await,
+            #[cfg(feature = "wit-draft")]
+            ToolInner::V0_2_0Draft(tool) => tool.call(store, input).await,
         }
     }
 
@@ -182,6 +222,8 @@ impl ToolBindings {
     pub async fn check_read_only(&self, store: &mut Store<CallState>, input: &str) -> wasmtime::Result<bool> {
         match &self.0 {
             ToolInner::V0_1_0(tool) => tool.check_read_only(store, input).await,
+            #[cfg(feature = "wit-draft")]
+            ToolInner::V0_2_0Draft(tool) => tool.check_read_only(store, input).await,
         }
     }
 
@@ -194,6 +236,8 @@ impl ToolBindings {
     ) -> wasmtime::Result<ToolVerdict> {
         match &mut self.0 {
             ToolInner::V0_1_0(tool) => tool.check_permissions(store, input, ctx).await,
+            #[cfg(feature = "wit-draft")]
+            ToolInner::V0_2_0Draft(tool) => tool.check_permissions(store, input, ctx).await,
         }
     }
 
@@ -209,6 +253,8 @@ impl ToolBindings {
     ) -> wasmtime::Result<Option<u32>> {
         match &mut self.0 {
             ToolInner::V0_1_0(tool) => tool.match_rule(store, behavior, contents, input, ctx).await,
+            #[cfg(feature = "wit-draft")]
+            ToolInner::V0_2_0Draft(tool) => tool.match_rule(store, behavior, contents, input, ctx).await,
         }
     }
 
@@ -221,6 +267,8 @@ impl ToolBindings {
     ) -> wasmtime::Result<Vec<Rule>> {
         match &mut self.0 {
             ToolInner::V0_1_0(tool) => tool.suggestions(store, input, ctx).await,
+            #[cfg(feature = "wit-draft")]
+            ToolInner::V0_2_0Draft(tool) => tool.suggestions(store, input, ctx).await,
         }
     }
 }
@@ -230,6 +278,8 @@ pub struct MiddlewarePre(MiddlewarePreInner);
 
 enum MiddlewarePreInner {
     V0_1_0(v0_1_0::MiddlewareComponentPre<CallState>),
+    #[cfg(feature = "wit-draft")]
+    V0_2_0Draft(v0_2_0_draft::MiddlewareComponentPre<CallState>),
 }
 
 impl MiddlewarePre {
@@ -237,6 +287,10 @@ impl MiddlewarePre {
     pub(crate) fn new(version: WitVersion, pre: InstancePre<CallState>) -> wasmtime::Result<Self> {
         Ok(match version {
             WitVersion::V0_1_0 => MiddlewarePre(MiddlewarePreInner::V0_1_0(v0_1_0::MiddlewareComponentPre::new(pre)?)),
+            #[cfg(feature = "wit-draft")]
+            WitVersion::V0_2_0Draft => {
+                MiddlewarePre(MiddlewarePreInner::V0_2_0Draft(v0_2_0_draft::MiddlewareComponentPre::new(pre)?))
+            }
         })
     }
 
@@ -246,6 +300,10 @@ impl MiddlewarePre {
             MiddlewarePreInner::V0_1_0(pre) => {
                 MiddlewareBindings(MiddlewareInner::V0_1_0(v0_1_0::Middleware::instantiate(pre, store).await?))
             }
+            #[cfg(feature = "wit-draft")]
+            MiddlewarePreInner::V0_2_0Draft(pre) => MiddlewareBindings(MiddlewareInner::V0_2_0Draft(
+                v0_2_0_draft::Middleware::instantiate(pre, store).await?,
+            )),
         })
     }
 }
@@ -255,6 +313,8 @@ pub struct MiddlewareBindings(MiddlewareInner);
 
 enum MiddlewareInner {
     V0_1_0(v0_1_0::Middleware),
+    #[cfg(feature = "wit-draft")]
+    V0_2_0Draft(v0_2_0_draft::Middleware),
 }
 
 impl MiddlewareBindings {
@@ -262,6 +322,8 @@ impl MiddlewareBindings {
     pub async fn info(&self, store: &mut Store<CallState>) -> wasmtime::Result<MiddlewareDescription> {
         match &self.0 {
             MiddlewareInner::V0_1_0(mw) => mw.info(store).await,
+            #[cfg(feature = "wit-draft")]
+            MiddlewareInner::V0_2_0Draft(mw) => mw.info(store).await,
         }
     }
 
@@ -276,7 +338,49 @@ impl MiddlewareBindings {
     ) -> wasmtime::Result<Result<(), ToolError>> {
         match &self.0 {
             MiddlewareInner::V0_1_0(mw) => mw.on_tool_call(store, tool, input, next).await,
+            #[cfg(feature = "wit-draft")]
+            MiddlewareInner::V0_2_0Draft(mw) => mw.on_tool_call(store, tool, input, next).await,
         }
+    }
+}
+
+/// The WIT form of `ctx`, converted only when it differs from the last one
+/// (`cache`).
+fn cached_context<'a, W: for<'c> From<&'c permission::Context>>(
+    cache: &'a mut Option<Box<(permission::Context, W)>>,
+    ctx: &permission::Context,
+) -> &'a W {
+    let fresh = match cache.as_deref() {
+        Some((last, _)) => !same_context(last, ctx),
+        None => true,
+    };
+    if fresh {
+        *cache = None;
+    }
+    &cache.get_or_insert_with(|| Box::new((ctx.clone(), ctx.into()))).1
+}
+
+/// Whether two contexts convert to the same WIT record: equal, with the
+/// tool configurations' keys in the same order too (their JSON text is
+/// what the guest gets).
+fn same_context(a: &permission::Context, b: &permission::Context) -> bool {
+    a.mode == b.mode
+        && a.working_dirs == b.working_dirs
+        && a.cwd == b.cwd
+        && a.home == b.home
+        && same_json(&a.tool_config, &b.tool_config)
+}
+
+/// Equality of JSON values that also requires object keys in the same
+/// order (`serde_json`'s `==` ignores the order).
+fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len() && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| ka == kb && same_json(va, vb))
+        }
+        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_json(a, b)),
+        _ => a == b,
     }
 }
 

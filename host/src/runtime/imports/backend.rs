@@ -1,6 +1,8 @@
-//! The `backend` interface: every call checks the tool's grants first, then
-//! goes to the active [`Backend`](crate::backend::Backend) with the tool's
-//! filesystem scope, which refuses any path outside it.
+//! The `backend` interface, version-neutral: every call checks the tool's
+//! grants first, then goes to the active [`Backend`](crate::backend::Backend)
+//! with the tool's filesystem scope, which refuses any path outside it.
+//! Each WIT version's adapters ([`crate::runtime::bindings`]) convert their
+//! records and call these.
 
 use std::time::Duration;
 
@@ -9,7 +11,6 @@ use wasmtime::component::Resource;
 use super::HostError;
 use crate::backend as be;
 use crate::runtime::CallState;
-use crate::runtime::bindings::v0_1_0::backend as wit;
 use crate::types::ToolError;
 
 /// A process started by a guest, held in the store's resource table.
@@ -46,7 +47,7 @@ async fn process_cwd(
 /// Refuses what no process can be started with, whatever the backend: a
 /// NUL byte in an argument or a variable, and a variable name that is
 /// empty or holds `=` (it would set another variable than it names).
-fn check_exec_request(request: &wit::ExecRequest) -> Result<(), ToolError> {
+fn check_exec_request(request: &ExecRequest) -> Result<(), ToolError> {
     if let Some(arg) = request.argv.iter().find(|a| a.contains('\0')) {
         let shown: String = arg.escape_debug().take(80).collect();
         return Err(ToolError::InvalidInput(format!(
@@ -76,119 +77,147 @@ fn process_env(base: &[(String, String)], requested: Vec<(String, String)>) -> V
     env
 }
 
-impl wit::Host for CallState {
-    async fn os(&mut self) -> wasmtime::Result<wit::OsFamily> {
-        Ok(self.backend.os().into())
-    }
-
-    async fn cwd(&mut self) -> wasmtime::Result<String> {
-        Ok(self.backend.cwd())
-    }
-
-    async fn expand_user(&mut self, path: String) -> wasmtime::Result<String> {
-        Ok(self.backend.expand_user(&path))
-    }
-
-    async fn read_file(&mut self, path: String) -> Result<Vec<u8>, HostError> {
-        let path = self.absolute(&path);
-        // More than the guest's memory could never reach it: refused unread.
-        let max = self.call_limits.max_memory_bytes;
-        Ok(self.backend.read_file(&self.grants.fs, &path, max).await?)
-    }
-
-    async fn write_file(&mut self, path: String, contents: Vec<u8>) -> Result<(), HostError> {
-        let path = self.absolute(&path);
-        Ok(self.backend.write_file(&self.grants.fs, &path, &contents).await?)
-    }
-
-    async fn stat(&mut self, path: String) -> Result<wit::FileStat, HostError> {
-        let path = self.absolute(&path);
-        Ok(self.backend.stat(&self.grants.fs, &path).await?.into())
-    }
-
-    async fn list_dir(&mut self, path: String) -> Result<Vec<wit::DirEntry>, HostError> {
-        let path = self.absolute(&path);
-        Ok(self.backend.list_dir(&self.grants.fs, &path).await?.into_iter().map(Into::into).collect())
-    }
-
-    async fn create_dir(&mut self, path: String) -> Result<(), HostError> {
-        let path = self.absolute(&path);
-        Ok(self.backend.create_dir(&self.grants.fs, &path).await?)
-    }
-
-    async fn remove(&mut self, path: String) -> Result<(), HostError> {
-        let path = self.absolute(&path);
-        Ok(self.backend.remove(&self.grants.fs, &path).await?)
-    }
-
-    async fn real_path(&mut self, path: String) -> Result<String, HostError> {
-        // The lookup scope: a permission check may resolve symlinks (a
-        // metadata lookup, no content) inside the roots its call may read.
-        let path = self.absolute(&path);
-        Ok(self.backend.real_path(&self.grants.lookup, &path).await?)
-    }
-
-    async fn walk(&mut self, options: wit::WalkOptions) -> Result<Vec<wit::DirEntry>, HostError> {
-        let mut options = be::WalkOptions::from(options);
-        options.root = self.absolute(&options.root);
-        Ok(self.backend.walk(&self.grants.fs, &options).await?.into_iter().map(Into::into).collect())
-    }
-
-    async fn search(&mut self, request: wit::SearchRequest) -> Result<Vec<wit::SearchFile>, HostError> {
-        let mut request = be::SearchRequest::from(request);
-        request.files.root = self.absolute(&request.files.root);
-        Ok(self.backend.search(&self.grants.fs, &request).await?.into_iter().map(Into::into).collect())
-    }
-
-    async fn spawn(&mut self, request: wit::ExecRequest) -> Result<Resource<ProcessHandle>, HostError> {
-        self.grants.exec_allowed().map_err(ToolError::Denied)?;
-        check_exec_request(&request)?;
-        let limit = self.call_limits.max_process_timeout_ms;
-        if request.timeout_ms > limit {
-            return Err(ToolError::InvalidInput(format!(
-                "a process timeout of {} ms exceeds the maximum of {limit} ms (limits.max_process_timeout_ms)",
-                request.timeout_ms
-            ))
-            .into());
-        }
-        let cwd = match request.cwd {
-            Some(cwd) => Some(process_cwd(&*self.backend, &self.grants.fs, &self.tool, self.absolute(&cwd)).await?),
-            None => None,
-        };
-        let timeout = Duration::from_millis(request.timeout_ms);
-        self.deadline.extend_for(timeout);
-        let cap = match request.max_output_bytes {
-            0 => self.call_limits.max_output_bytes,
-            n => n.min(self.call_limits.max_output_bytes),
-        };
-        let exec = be::ExecRequest {
-            argv: request.argv,
-            cwd,
-            env: process_env(&self.grants.env, request.env),
-            timeout,
-            max_output_bytes: cap,
-            write_roots: self.grants.fs.write_roots(),
-            read_only: self.grants.phase == crate::capability::Phase::ReadOnlyCall,
-        };
-        let process = self.backend.spawn(&exec).await?;
-        Ok(self.table.push(ProcessHandle(process))?)
-    }
+/// What a guest asks `spawn` for (the WIT `exec-request`).
+pub(crate) struct ExecRequest {
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+    /// The working directory; the backend's when `None`.
+    pub cwd: Option<String>,
+    /// Variables set on top of the grants' scrubbed base.
+    pub env: Vec<(String, String)>,
+    /// How long it may run.
+    pub timeout_ms: u64,
+    /// The most output kept; 0 for the call's cap.
+    pub max_output_bytes: u64,
 }
 
-impl wit::HostProcess for CallState {
-    async fn next_output(&mut self, process: Resource<ProcessHandle>) -> wasmtime::Result<Option<wit::OutputPiece>> {
-        let handle = self.table.get_mut(&process)?;
-        Ok(handle.0.next_output().await.map(Into::into))
-    }
+/// The backend's OS family.
+pub(crate) fn os(cx: &CallState) -> be::OsFamily {
+    cx.backend.os()
+}
 
-    async fn wait(&mut self, process: Resource<ProcessHandle>) -> wasmtime::Result<wit::ExitStatus> {
-        let handle = self.table.get_mut(&process)?;
-        Ok(handle.0.wait().await.into())
-    }
+/// The backend's working directory.
+pub(crate) fn cwd(cx: &CallState) -> String {
+    cx.backend.cwd()
+}
 
-    async fn drop(&mut self, process: Resource<ProcessHandle>) -> wasmtime::Result<()> {
-        // Dropping the handle kills the process group.
-        self.table.delete(process)?;
-        Ok(())
+/// `path` with a leading `~` taken in the backend's home.
+pub(crate) fn expand_user(cx: &CallState, path: &str) -> String {
+    cx.backend.expand_user(path)
+}
+
+/// A file's bytes, within the tool's scope.
+pub(crate) async fn read_file(cx: &mut CallState, path: &str) -> Result<Vec<u8>, HostError> {
+    let path = cx.absolute(path);
+    // More than the guest's memory could never reach it: refused unread.
+    let max = cx.call_limits.max_memory_bytes;
+    Ok(cx.backend.read_file(&cx.grants.fs, &path, max).await?)
+}
+
+/// Writes a file, within the tool's scope.
+pub(crate) async fn write_file(cx: &mut CallState, path: &str, contents: &[u8]) -> Result<(), HostError> {
+    let path = cx.absolute(path);
+    Ok(cx.backend.write_file(&cx.grants.fs, &path, contents).await?)
+}
+
+/// A path's metadata, within the tool's scope.
+pub(crate) async fn stat(cx: &mut CallState, path: &str) -> Result<be::FileStat, HostError> {
+    let path = cx.absolute(path);
+    Ok(cx.backend.stat(&cx.grants.fs, &path).await?)
+}
+
+/// A folder's entries, within the tool's scope.
+pub(crate) async fn list_dir(cx: &mut CallState, path: &str) -> Result<Vec<be::DirEntry>, HostError> {
+    let path = cx.absolute(path);
+    Ok(cx.backend.list_dir(&cx.grants.fs, &path).await?)
+}
+
+/// Creates a folder (and its parents), within the tool's scope.
+pub(crate) async fn create_dir(cx: &mut CallState, path: &str) -> Result<(), HostError> {
+    let path = cx.absolute(path);
+    Ok(cx.backend.create_dir(&cx.grants.fs, &path).await?)
+}
+
+/// Removes a file or a folder, within the tool's scope.
+pub(crate) async fn remove(cx: &mut CallState, path: &str) -> Result<(), HostError> {
+    let path = cx.absolute(path);
+    Ok(cx.backend.remove(&cx.grants.fs, &path).await?)
+}
+
+/// A path with its symlinks resolved.
+pub(crate) async fn real_path(cx: &mut CallState, path: &str) -> Result<String, HostError> {
+    // The lookup scope: a permission check may resolve symlinks (a
+    // metadata lookup, no content) inside the roots its call may read.
+    let path = cx.absolute(path);
+    Ok(cx.backend.real_path(&cx.grants.lookup, &path).await?)
+}
+
+/// The entries of a walk, within the tool's scope.
+pub(crate) async fn walk(cx: &mut CallState, mut options: be::WalkOptions) -> Result<Vec<be::DirEntry>, HostError> {
+    options.root = cx.absolute(&options.root);
+    Ok(cx.backend.walk(&cx.grants.fs, &options).await?)
+}
+
+/// The matches of a search, within the tool's scope.
+pub(crate) async fn search(
+    cx: &mut CallState,
+    mut request: be::SearchRequest,
+) -> Result<Vec<be::SearchFile>, HostError> {
+    request.files.root = cx.absolute(&request.files.root);
+    Ok(cx.backend.search(&cx.grants.fs, &request).await?)
+}
+
+/// Starts a process, if the grants allow processes, within the call's
+/// limits; it is held in the store's resource table.
+pub(crate) async fn spawn(cx: &mut CallState, request: ExecRequest) -> Result<Resource<ProcessHandle>, HostError> {
+    cx.grants.exec_allowed().map_err(ToolError::Denied)?;
+    check_exec_request(&request)?;
+    let limit = cx.call_limits.max_process_timeout_ms;
+    if request.timeout_ms > limit {
+        return Err(ToolError::InvalidInput(format!(
+            "a process timeout of {} ms exceeds the maximum of {limit} ms (limits.max_process_timeout_ms)",
+            request.timeout_ms
+        ))
+        .into());
     }
+    let cwd = match request.cwd {
+        Some(cwd) => Some(process_cwd(&*cx.backend, &cx.grants.fs, &cx.tool, cx.absolute(&cwd)).await?),
+        None => None,
+    };
+    let timeout = Duration::from_millis(request.timeout_ms);
+    cx.deadline.extend_for(timeout);
+    let cap = match request.max_output_bytes {
+        0 => cx.call_limits.max_output_bytes,
+        n => n.min(cx.call_limits.max_output_bytes),
+    };
+    let exec = be::ExecRequest {
+        argv: request.argv,
+        cwd,
+        env: process_env(&cx.grants.env, request.env),
+        timeout,
+        max_output_bytes: cap,
+        write_roots: cx.grants.fs.write_roots(),
+        read_only: cx.grants.phase == crate::capability::Phase::ReadOnlyCall,
+    };
+    let process = cx.backend.spawn(&exec).await?;
+    Ok(cx.table.push(ProcessHandle(process))?)
+}
+
+/// A process's next piece of output; `None` once it is all read.
+pub(crate) async fn next_output(
+    cx: &mut CallState,
+    process: &Resource<ProcessHandle>,
+) -> wasmtime::Result<Option<be::OutputPiece>> {
+    Ok(cx.table.get_mut(process)?.0.next_output().await)
+}
+
+/// Waits for a process to end.
+pub(crate) async fn wait(cx: &mut CallState, process: &Resource<ProcessHandle>) -> wasmtime::Result<be::ExitStatus> {
+    Ok(cx.table.get_mut(process)?.0.wait().await)
+}
+
+/// Drops a process handle, which kills its process group.
+pub(crate) fn drop_process(cx: &mut CallState, process: Resource<ProcessHandle>) -> wasmtime::Result<()> {
+    cx.table.delete(process)?;
+    Ok(())
 }

@@ -1,4 +1,5 @@
-//! The `chain` interface: how a middleware runs the inner layers of a call.
+//! The `chain` interface, version-neutral: how a middleware runs the inner
+//! layers of a call.
 //!
 //! Each `next-handler.run` re-validates the input against the tool's schema,
 //! decides a rewritten input again with the permission engine, and starts the inner layers (the next middleware, or finally the tool) as
@@ -15,7 +16,6 @@ use wasmtime::component::Resource;
 use super::HostError;
 use crate::response::Chunk;
 use crate::runtime::CallState;
-use crate::runtime::bindings::v0_1_0::chain as wit;
 use crate::types::ToolError;
 
 /// How the inner layers of a run ended, as a middleware sees it.
@@ -101,36 +101,31 @@ impl NextHandler {
     }
 }
 
-impl wit::Host for CallState {}
-
-impl wit::HostNextHandler for CallState {
-    async fn run(&mut self, handler: Resource<NextHandler>, input: String) -> Result<Resource<InnerCall>, HostError> {
-        let handler = self.table.get(&handler)?;
-        let runner = NextHandler { runner: handler.runner.clone(), waiting: handler.waiting.clone() };
-        let call = runner.start(input).await?;
-        Ok(self.table.push(call)?)
-    }
-
-    async fn drop(&mut self, handler: Resource<NextHandler>) -> wasmtime::Result<()> {
-        self.table.delete(handler)?;
-        Ok(())
-    }
+/// Starts a run of the inner layers below `handler` with `input`.
+pub(crate) async fn run(
+    cx: &mut CallState,
+    handler: &Resource<NextHandler>,
+    input: String,
+) -> Result<Resource<InnerCall>, HostError> {
+    let handler = cx.table.get(handler)?;
+    let runner = NextHandler { runner: handler.runner.clone(), waiting: handler.waiting.clone() };
+    let call = runner.start(input).await?;
+    Ok(cx.table.push(call)?)
 }
 
-impl wit::HostInnerCall for CallState {
-    async fn next_chunk(&mut self, call: Resource<InnerCall>) -> wasmtime::Result<Option<wit::Chunk>> {
-        let call = self.table.get_mut(&call)?;
-        Ok(call.next().await.map(Into::into))
-    }
+/// The next chunk of an inner run; `None` once they are all read.
+pub(crate) async fn next_chunk(cx: &mut CallState, call: &Resource<InnerCall>) -> wasmtime::Result<Option<Chunk>> {
+    Ok(cx.table.get_mut(call)?.next().await)
+}
 
-    async fn outcome(&mut self, call: Resource<InnerCall>) -> Result<(), HostError> {
-        let call = self.table.get_mut(&call)?;
-        Ok(call.outcome().await?)
-    }
+/// How an inner run ended, once its chunks are drained.
+pub(crate) async fn outcome(cx: &mut CallState, call: &Resource<InnerCall>) -> Result<(), HostError> {
+    Ok(cx.table.get_mut(call)?.outcome().await?)
+}
 
-    async fn drop(&mut self, call: Resource<InnerCall>) -> wasmtime::Result<()> {
-        // Dropping the receiver makes the inner layers' `emit` return false.
-        self.table.delete(call)?;
-        Ok(())
-    }
+/// Drops a table entry of the chain (a handler, or an inner run: dropping
+/// its receiver makes the inner layers' `emit` return false).
+pub(crate) fn drop_entry<T: 'static>(cx: &mut CallState, entry: Resource<T>) -> wasmtime::Result<()> {
+    cx.table.delete(entry)?;
+    Ok(())
 }

@@ -1,13 +1,14 @@
-//! The host side of the WIT imports. Each interface is implemented once on
-//! [`CallState`]; what a tool may do is decided by its grants, checked at the
-//! top of every function (capability checks live here and in the backend's
-//! scope, nowhere else).
+//! The host side of the WIT imports, version-neutral: one function per
+//! import over [`CallState`] and the host's own types, which every WIT
+//! version's adapters ([`super::bindings`]) call. What a tool may do is
+//! decided by its grants, checked at the top of every function (capability
+//! checks live here and in the backend's scope, nowhere else).
 
 pub mod backend;
 pub mod chain;
-mod log;
-mod output;
-mod state;
+pub(crate) mod log;
+pub(crate) mod output;
+pub(crate) mod state;
 
 use anyhow::Result;
 use wasmtime::Engine;

@@ -1,4 +1,4 @@
-//! The `state` interface. What a tool may do with the agent state depends
+//! The `state` interface, version-neutral. What a tool may do with the agent state depends
 //! on its grant and the call's phase ([`crate::capability::Phase`]): nothing
 //! while deciding, reads (and the host-verified read cache) in a read-only
 //! call, everything in a full call.
@@ -15,7 +15,6 @@ use super::bounded_message;
 use crate::backend::scope::Access;
 use crate::backend::{self, BackendError};
 use crate::runtime::CallState;
-use crate::runtime::bindings::v0_1_0::state::Host;
 use crate::state::{AgentState, CachedFile, ReadForm, StateBounds, file_digest};
 
 impl CallState {
@@ -83,96 +82,101 @@ impl CallState {
     }
 }
 
-impl Host for CallState {
-    async fn cache_file(&mut self, path: String, content: String) -> wasmtime::Result<()> {
-        let Ok(state) = self.state_for(false) else { return Ok(()) };
-        // A file that cannot be read is not cached (as AgentScope): the next
-        // write then requires a fresh read.
-        // A file that holds `content` has at most twice its bytes (`\r\n`
-        // read as `\n`): a larger one is not read at all.
-        let max = (content.len() as u64).saturating_mul(2);
-        match self.host_read(self.absolute(&path), max).await {
-            Ok((mtime_ns, bytes)) => match ReadForm::of(&content, &bytes) {
-                Some(form) => {
-                    let entry = CachedFile {
-                        path: path.clone(),
-                        mtime_ns,
-                        size: bytes.len() as u64,
-                        sha256: file_digest(&bytes),
-                        form,
-                    };
-                    // No error channel here: a store that cannot record it
-                    // leaves the file unread, and the next write asks for
-                    // a fresh Read.
-                    if let Err(e) = state.cache_file(entry).await {
-                        tracing::warn!(tool = &*self.tool, "cache-file not recorded for {path}: {e}");
-                    }
-                }
-                None => tracing::warn!(
-                    tool = &*self.tool,
-                    "cache-file refused for {path}: the content given is not what the file holds"
-                ),
-            },
-            Err(e) => tracing::debug!(tool = &*self.tool, "cache-file skipped for {path}: {e}"),
-        }
-        Ok(())
-    }
-
-    async fn cached_file(&mut self, path: String) -> wasmtime::Result<Option<String>> {
-        let Ok(state) = self.state_for(false) else { return Ok(None) };
-        let Ok(Some(entry)) = state.cached_file(&path).await else { return Ok(None) };
-        // The store keeps no content: the file is read again through this
-        // tool's scope and handed out only while it is what was read.
-        let stat = self.stat(self.absolute(&path)).await;
-        let unchanged = match stat {
-            Ok(stat) if stat.mtime_ns == entry.mtime_ns && stat.size == entry.size => {
-                match self.read_bytes(self.absolute(&path), entry.size).await {
-                    Ok(bytes) if file_digest(&bytes) == entry.sha256 => return Ok(Some(entry.form.content(&bytes))),
-                    Ok(_) => false,
-                    Err(BackendError::NotFound(_)) => false,
-                    Err(_) => return Ok(None),
+/// Records `path` as read with `content`, if the host reads that content
+/// there now through the tool's scope.
+pub(crate) async fn cache_file(cx: &mut CallState, path: String, content: &str) {
+    let Ok(state) = cx.state_for(false) else { return };
+    // A file that cannot be read is not cached (as AgentScope): the next
+    // write then requires a fresh read.
+    // A file that holds `content` has at most twice its bytes (`\r\n`
+    // read as `\n`): a larger one is not read at all.
+    let max = (content.len() as u64).saturating_mul(2);
+    match cx.host_read(cx.absolute(&path), max).await {
+        Ok((mtime_ns, bytes)) => match ReadForm::of(content, &bytes) {
+            Some(form) => {
+                let entry = CachedFile {
+                    path: path.clone(),
+                    mtime_ns,
+                    size: bytes.len() as u64,
+                    sha256: file_digest(&bytes),
+                    form,
+                };
+                // No error channel here: a store that cannot record it
+                // leaves the file unread, and the next write asks for
+                // a fresh Read.
+                if let Err(e) = state.cache_file(entry).await {
+                    tracing::warn!(tool = &*cx.tool, "cache-file not recorded for {path}: {e}");
                 }
             }
-            Ok(_) | Err(BackendError::NotFound(_)) => false,
-            // Outside this tool's read grant (or unreadable): neither shown nor dropped.
-            Err(_) => return Ok(None),
-        };
-        if !unchanged {
-            // Changed or gone: the entry is stale and dropped.
-            let _ = state.forget_file(&path).await;
+            None => tracing::warn!(
+                tool = &*cx.tool,
+                "cache-file refused for {path}: the content given is not what the file holds"
+            ),
+        },
+        Err(e) => tracing::debug!(tool = &*cx.tool, "cache-file skipped for {path}: {e}"),
+    }
+}
+
+/// The content recorded for `path`, while the file is still what was read
+/// and the tool may read it.
+pub(crate) async fn cached_file(cx: &mut CallState, path: &str) -> Option<String> {
+    let Ok(state) = cx.state_for(false) else { return None };
+    let Ok(Some(entry)) = state.cached_file(path).await else { return None };
+    // The store keeps no content: the file is read again through this
+    // tool's scope and handed out only while it is what was read.
+    let stat = cx.stat(cx.absolute(path)).await;
+    let unchanged = match stat {
+        Ok(stat) if stat.mtime_ns == entry.mtime_ns && stat.size == entry.size => {
+            match cx.read_bytes(cx.absolute(path), entry.size).await {
+                Ok(bytes) if file_digest(&bytes) == entry.sha256 => return Some(entry.form.content(&bytes)),
+                Ok(_) => false,
+                Err(BackendError::NotFound(_)) => false,
+                Err(_) => return None,
+            }
         }
-        Ok(None)
+        Ok(_) | Err(BackendError::NotFound(_)) => false,
+        // Outside this tool's read grant (or unreadable): neither shown nor dropped.
+        Err(_) => return None,
+    };
+    if !unchanged {
+        // Changed or gone: the entry is stale and dropped.
+        let _ = state.forget_file(path).await;
     }
+    None
+}
 
-    async fn forget_file(&mut self, path: String) -> wasmtime::Result<()> {
-        if let Ok(state) = self.state_for(false)
-            && self.grants.fs.locate(&self.absolute(&path), Access::Read).is_ok()
-        {
-            let _ = state.forget_file(&path).await;
-        }
-        Ok(())
+/// Drops what is recorded for `path`, if the tool may read it.
+pub(crate) async fn forget_file(cx: &mut CallState, path: &str) {
+    if let Ok(state) = cx.state_for(false)
+        && cx.grants.fs.locate(&cx.absolute(path), Access::Read).is_ok()
+    {
+        let _ = state.forget_file(path).await;
     }
+}
 
-    async fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<String>, String>> {
-        let got = match self.state_for(false) {
-            Ok(state) => state.get(&key).await.map(|v| v.map(|v| v.to_string())).map_err(|e| e.to_string()),
-            Err(e) => Err(e),
-        };
-        Ok(got.map_err(bounded_message))
-    }
+/// A state value as JSON text; the error, cut for the guest, says why not.
+pub(crate) async fn get(cx: &mut CallState, key: &str) -> Result<Option<String>, String> {
+    let got = match cx.state_for(false) {
+        Ok(state) => state.get(key).await.map(|v| v.map(|v| v.to_string())).map_err(|e| e.to_string()),
+        Err(e) => Err(e),
+    };
+    got.map_err(bounded_message)
+}
 
-    async fn compare_and_set(
-        &mut self,
-        key: String,
-        expected: Option<String>,
-        value: String,
-    ) -> wasmtime::Result<Result<bool, String>> {
-        Ok(self.compare_and_set_unbounded(key, expected, value).await.map_err(bounded_message))
-    }
+/// Sets `key` to `value` if it holds `expected` (`None`: absent): whether
+/// it did; the error, cut for the guest, says why not.
+pub(crate) async fn compare_and_set(
+    cx: &mut CallState,
+    key: String,
+    expected: Option<String>,
+    value: String,
+) -> Result<bool, String> {
+    cx.compare_and_set_unbounded(key, expected, value).await.map_err(bounded_message)
+}
 
-    async fn set(&mut self, key: String, value: String) -> wasmtime::Result<Result<(), String>> {
-        Ok(self.set_unbounded(key, value).await.map_err(bounded_message))
-    }
+/// Sets `key` to `value`; the error, cut for the guest, says why not.
+pub(crate) async fn set(cx: &mut CallState, key: String, value: String) -> Result<(), String> {
+    cx.set_unbounded(key, value).await.map_err(bounded_message)
 }
 
 impl CallState {
