@@ -10,6 +10,75 @@
 //! functions. The generated types are the version's own, so every
 //! conversion is the version's too; only the text is shared.
 
+/// The generated worlds of a version whose WIT folder (`$path`, relative to
+/// `host/`) keeps 0.1.0's interface names and resources: the `tool` and
+/// `middleware` world modules (the middleware sharing every interface with
+/// the tool), the interface modules the adapters name, and the two
+/// functions that add the version's imports to a linker.
+macro_rules! worlds {
+    ($path:tt) => {
+        /// The `tool-component` world. (Generated: the WIT files carry the documentation.)
+        #[allow(missing_docs)]
+        mod tool {
+            wasmtime::component::bindgen!({
+                path: $path,
+                world: "tool-component",
+                imports: { default: async | trappable },
+                exports: { default: async },
+                trappable_error_type: { "toolhost:tool/types.tool-error" => crate::runtime::imports::HostError },
+                with: {
+                    "toolhost:tool/backend.process": crate::runtime::imports::backend::ProcessHandle,
+                },
+            });
+        }
+
+        /// The `middleware-component` world; shares every interface with `tool`.
+        #[allow(missing_docs)]
+        mod middleware {
+            wasmtime::component::bindgen!({
+                path: $path,
+                world: "middleware-component",
+                imports: { default: async | trappable },
+                exports: { default: async },
+                trappable_error_type: { "toolhost:tool/types.tool-error" => crate::runtime::imports::HostError },
+                with: {
+                    "toolhost:tool/types": super::tool::toolhost::tool::types,
+                    "toolhost:tool/log": super::tool::toolhost::tool::log,
+                    "toolhost:tool/output": super::tool::toolhost::tool::output,
+                    "toolhost:tool/backend": super::tool::toolhost::tool::backend,
+                    "toolhost:tool/state": super::tool::toolhost::tool::state,
+                    "toolhost:tool/chain.inner-call": crate::runtime::imports::chain::InnerCall,
+                    "toolhost:tool/chain.next-handler": crate::runtime::imports::chain::NextHandler,
+                },
+            });
+        }
+
+        pub(crate) use middleware::MiddlewareComponentPre;
+        use middleware::toolhost::tool::chain;
+        pub(crate) use tool::ToolComponentPre;
+        use tool::toolhost::tool::types as wit;
+        use tool::toolhost::tool::{backend, log, output, state};
+
+        /// Adds this version's interfaces (WASI excluded) to a tool linker.
+        pub(crate) fn add_tool_imports(
+            linker: &mut wasmtime::component::Linker<crate::runtime::CallState>,
+        ) -> wasmtime::Result<()> {
+            use wasmtime::component::HasSelf;
+            use crate::runtime::CallState;
+            tool::ToolComponent::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
+        }
+
+        /// Adds this version's interfaces (WASI excluded) to a middleware linker.
+        pub(crate) fn add_middleware_imports(
+            linker: &mut wasmtime::component::Linker<crate::runtime::CallState>,
+        ) -> wasmtime::Result<()> {
+            use wasmtime::component::HasSelf;
+            use crate::runtime::CallState;
+            middleware::MiddlewareComponent::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
+        }
+    };
+}
+
 /// `types`: the records every interface shares, converted both ways, and
 /// the `tool-error` a failed import hands to the guest.
 macro_rules! types {
@@ -684,4 +753,4 @@ macro_rules! exports {
     };
 }
 
-pub(crate) use {backend, chain, exports, log, log_level, output, state, types};
+pub(crate) use {backend, chain, exports, log, log_level, output, state, types, worlds};

@@ -6,8 +6,6 @@
 //! This module never changes once released: a later WIT version is a new
 //! frozen folder and a sibling module converting into the same host types.
 
-use crate::runtime::CallState;
-
 /// The package version this module was generated from.
 pub const VERSION: &str = "0.1.0";
 
@@ -30,59 +28,8 @@ pub fn accepts(version: &str) -> bool {
     !patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit()) && patch.parse::<u32>().is_ok_and(|p| p <= PATCH)
 }
 
-/// The `tool-component` world. (Generated: the WIT files carry the documentation.)
-#[allow(missing_docs)]
-mod tool {
-    wasmtime::component::bindgen!({
-        path: "../wit/v0.1.0",
-        world: "tool-component",
-        imports: { default: async | trappable },
-        exports: { default: async },
-        trappable_error_type: { "toolhost:tool/types.tool-error" => crate::runtime::imports::HostError },
-        with: {
-            "toolhost:tool/backend.process": crate::runtime::imports::backend::ProcessHandle,
-        },
-    });
-}
-
-/// The `middleware-component` world; shares every interface with `tool`.
-#[allow(missing_docs)]
-mod middleware {
-    wasmtime::component::bindgen!({
-        path: "../wit/v0.1.0",
-        world: "middleware-component",
-        imports: { default: async | trappable },
-        exports: { default: async },
-        trappable_error_type: { "toolhost:tool/types.tool-error" => crate::runtime::imports::HostError },
-        with: {
-            "toolhost:tool/types": super::tool::toolhost::tool::types,
-            "toolhost:tool/log": super::tool::toolhost::tool::log,
-            "toolhost:tool/output": super::tool::toolhost::tool::output,
-            "toolhost:tool/backend": super::tool::toolhost::tool::backend,
-            "toolhost:tool/state": super::tool::toolhost::tool::state,
-            "toolhost:tool/chain.inner-call": crate::runtime::imports::chain::InnerCall,
-            "toolhost:tool/chain.next-handler": crate::runtime::imports::chain::NextHandler,
-        },
-    });
-}
-
-pub(crate) use middleware::MiddlewareComponentPre;
-use middleware::toolhost::tool::chain;
-pub(crate) use tool::ToolComponentPre;
-use tool::toolhost::tool::types as wit;
-use tool::toolhost::tool::{backend, log, output, state};
-
-/// Adds this version's interfaces (WASI excluded) to a tool linker.
-pub(crate) fn add_tool_imports(linker: &mut wasmtime::component::Linker<CallState>) -> wasmtime::Result<()> {
-    use wasmtime::component::HasSelf;
-    tool::ToolComponent::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
-}
-
-/// Adds this version's interfaces (WASI excluded) to a middleware linker.
-pub(crate) fn add_middleware_imports(linker: &mut wasmtime::component::Linker<CallState>) -> wasmtime::Result<()> {
-    use wasmtime::component::HasSelf;
-    middleware::MiddlewareComponent::add_to_linker::<CallState, HasSelf<CallState>>(linker, |s| s)
-}
+// The generated worlds, and the linking of their imports.
+super::adapters::worlds!("../wit/v0.1.0");
 
 // Every interface as 0.1.0 wrote it, served by the version-neutral host.
 super::adapters::types!(wit);
