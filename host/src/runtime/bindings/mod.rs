@@ -76,9 +76,20 @@ impl WitVersion {
         })
     }
 
-    /// The versions this host accepts, for messages (`0.1.0`).
+    /// The released versions this host accepts, for messages (`0.1.0`). A
+    /// test-only draft is served but never advertised: nobody should build
+    /// against it.
     pub fn accepted() -> String {
-        Self::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
+        Self::ALL.iter().filter(|v| !v.is_draft()).map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Whether this is a test-only draft rather than a release.
+    pub fn is_draft(self) -> bool {
+        match self {
+            WitVersion::V0_1_0 => false,
+            #[cfg(feature = "wit-draft")]
+            WitVersion::V0_2_0Draft => true,
+        }
     }
 
     /// Adds this version's host interfaces to a tool linker.
@@ -399,6 +410,9 @@ mod tests {
         );
         assert_eq!(package_version("toolhost:tool/backend@0.1.0"), Some("0.1.0"));
         assert_eq!(package_version("other:tool/backend@0.1.0"), None);
+        // A test-only draft is served (with the feature) but not advertised.
         assert_eq!(WitVersion::accepted(), "0.1.0");
+        #[cfg(feature = "wit-draft")]
+        assert_eq!(route(["toolhost:tool/log@0.2.0-draft"]), Ok(Some(WitVersion::V0_2_0Draft)));
     }
 }
