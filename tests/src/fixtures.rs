@@ -78,7 +78,8 @@ fn read_manifest() -> Value {
 
 /// The SHA-256 of what `fixture` is built from: the project's files (not
 /// `.toolhost/`, `node_modules/`, `__pycache__/`, `.wasm`), its language's
-/// SDK, the WIT package and the toolchain version, by relative path.
+/// SDK, the released WIT packages (`wit/v*`, not the drafts) and the
+/// toolchain version, by relative path.
 pub fn sources_sha256(fixture: &Fixture) -> String {
     let root = root();
     let mut files = Vec::new();
@@ -91,7 +92,14 @@ pub fn sources_sha256(fixture: &Fixture) -> String {
             }
         }
     }
-    collect(&root.join("wit"), &mut files);
+    // The released WIT versions a guest can be built against; not the
+    // test-only drafts under `wit/draft/`.
+    for version in std::fs::read_dir(root.join("wit")).expect("reading wit/") {
+        let path = version.expect("wit/ entry").path();
+        if path.is_dir() && path.file_name().is_some_and(|n| n != "draft") {
+            collect(&path, &mut files);
+        }
+    }
     files.sort();
     let mut all = Vec::new();
     let version = if fixture.lang == "python" { COMPONENTIZE_PY } else { COMPONENTIZE_JS };
