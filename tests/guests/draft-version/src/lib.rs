@@ -67,21 +67,22 @@ impl Guest for DraftNote {
     }
 
     fn generate_suggestions(_input: String, _context: PermissionContext) -> Vec<PermissionRule> {
-        vec![PermissionRule {
-            tool_name: "DraftNote".into(),
-            rule_content: None,
-            behavior: PermissionBehavior::Allow,
-        }]
+        vec![PermissionRule { tool_name: "DraftNote".into(), rule_content: None, behavior: PermissionBehavior::Allow }]
     }
 
     fn call(input: String) -> Result<(), ToolError> {
-        let input: serde_json::Value = serde_json::from_str(&input).map_err(|e| ToolError::InvalidInput(e.to_string()))?;
+        let input: serde_json::Value =
+            serde_json::from_str(&input).map_err(|e| ToolError::InvalidInput(e.to_string()))?;
         let path = input["path"].as_str().unwrap_or_default();
         let bytes = backend::read_file(path)?;
         let note = String::from_utf8_lossy(&bytes).into_owned();
         state::set("note", &serde_json::Value::String(note.clone()).to_string()).map_err(ToolError::Internal)?;
         let kept = state::get("note").map_err(ToolError::Internal)?.unwrap_or_default();
-        log::log(log::Level::Info, "draft note kept", &[("bytes".into(), bytes.len().to_string()), ("key".into(), "note".into())]);
+        log::log(
+            log::Level::Info,
+            "draft note kept",
+            &[("bytes".into(), bytes.len().to_string()), ("key".into(), "note".into())],
+        );
         output::emit(&Chunk {
             content: vec![ContentBlock::Text(format!("kept {kept}"))],
             state: ResultState::Success,
