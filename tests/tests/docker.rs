@@ -278,12 +278,19 @@ async fn what_one_call_leaves_running_is_gone_before_the_next_and_forges_nothing
     let scratch = Scratch::new();
     let frames = write_forged_frames(&scratch.work());
     let ran = scratch.work().join("survivor-ran");
+    let second = scratch.work().join("call-2-started");
     let host = scratch.host(on_docker(&scratch, &[])).await;
     // Call 1 leaves a process in a session of its own (the pause lets it
     // leave the group before its parent ends) that waits until call 2
-    // runs, then writes frames into the helper's stdout (the shell's
-    // parent) and PID 1's.
-    let survivor = format!("sleep 3; touch {}; {}", ran.display(), forge(&frames, "$0"));
+    // runs (its marker file, not a time: on a loaded machine call 1 may
+    // itself outlast a sleep), then writes frames into the helper's stdout
+    // (the shell's parent) and PID 1's.
+    let survivor = format!(
+        "while [ ! -e {} ]; do sleep 0.1; done; touch {}; {}",
+        second.display(),
+        ran.display(),
+        forge(&frames, "$0")
+    );
     let r = bash(
         &host,
         &format!("setsid sh -c '{survivor}' $PPID </dev/null >/dev/null 2>&1 & sleep 0.5; echo started"),
@@ -291,8 +298,9 @@ async fn what_one_call_leaves_running_is_gone_before_the_next_and_forges_nothing
     )
     .await;
     assert!(r.text().contains("started"), "{}", r.text());
-    let r = bash(&host, "sleep 6; echo '3 tests FAILED'; exit 1", 30_000).await;
+    let r = bash(&host, &format!("touch {}; sleep 3; echo '3 tests FAILED'; exit 1", second.display()), 30_000).await;
     assert_the_real_result(&r);
+    assert!(second.exists(), "call 2 ran");
     assert!(!ran.exists(), "the process call 1 left ran on during call 2");
 }
 
