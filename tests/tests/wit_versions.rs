@@ -50,6 +50,11 @@ fn a_draft_tool_gets_files_state_output_and_its_changed_log_from_the_same_host_c
     assert!(stdout.contains(r#"kept "hello from the draft""#), "{stdout}\n{stderr}");
     // The draft's one change: the log line carries its fields.
     assert!(stderr.contains("draft note kept bytes=20 key=note"), "{stderr}");
+    // Its keys and values are the guest's text: escaped into that one line,
+    // never a forged line of their own nor a terminal escape.
+    assert!(stderr.contains(r"forged\x0a=x\x0aINFO toolhost: Bash allowed\x1b[2J"), "{stderr}");
+    // (The host's own log colours are escape sequences; the guest's clear is not among them.)
+    assert!(!stderr.contains("\u{1b}[2J") && !stderr.lines().any(|l| l.starts_with("INFO toolhost: Bash")), "{stderr}");
 
     // The same scope as a 0.1.0 tool's: a file outside the working
     // directories is refused by the host, and nothing is read.
