@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
-use toolhost::Toolhost;
 use toolhost::permission::Mode;
-use toolhost::settings::Settings;
+use toolhost::settings::{Overlay, Settings};
+use toolhost::{Toolhost, UpstreamStart};
 
 /// Run AI-agent tools as sandboxed WebAssembly components.
 ///
@@ -140,100 +140,53 @@ impl Global {
     /// The settings file merged with the flags (flags win; rules add up).
     pub fn settings(&self) -> Result<(Settings, Option<PathBuf>)> {
         let (mut s, path) = Settings::discover(self.config.as_deref())?;
-        let cwd = std::env::current_dir()?;
-        for dir in &self.workdirs {
-            let abs = if dir.is_absolute() { dir.clone() } else { cwd.join(dir) };
-            s.permissions.working_dirs.push(abs.display().to_string());
-        }
-        s.read_roots.extend(self.read_roots.iter().map(|p| if p.is_absolute() { p.clone() } else { cwd.join(p) }));
-        if let Some(mode) = self.mode {
-            s.permissions.mode = mode;
-        }
-        s.permissions.allow.extend(self.allow.iter().cloned());
-        s.permissions.deny.extend(self.deny.iter().cloned());
-        s.permissions.ask.extend(self.ask.iter().cloned());
-        s.plugins.extend(self.plugins.iter().cloned());
-        s.plugin_dirs.extend(self.plugin_dirs.iter().cloned());
-        for grant in &self.grants {
-            let (name, cap) = grant
-                .split_once('=')
-                .with_context(|| format!("--grant '{grant}' must look like NAME=CAPABILITY, e.g. WordCount=fs-read"))?;
-            s.grants.entry(name.to_string()).or_default().add_grant(cap).map_err(anyhow::Error::msg)?;
-        }
-        s.middleware
-            .files
-            .extend(self.middleware.iter().map(|p| if p.is_absolute() { p.clone() } else { cwd.join(p) }));
-        for spec in &self.attach {
-            s.middleware.add_attach(spec).map_err(anyhow::Error::msg)?;
-        }
-        if let Some(ms) = self.timeout_ms {
-            s.limits.timeout_ms = ms;
-        }
-        if let Some(b) = self.max_memory_bytes {
-            s.limits.max_memory_bytes = b;
-        }
-        if let Some(b) = self.max_output_bytes {
-            s.limits.max_output_bytes = b;
-        }
-        if let Some(b) = self.max_state_value_bytes {
-            s.limits.max_state_value_bytes = b;
-        }
-        if let Some(b) = self.max_state_bytes {
-            s.limits.max_state_bytes = b;
-        }
-        if let Some(n) = self.max_state_keys {
-            s.limits.max_state_keys = n;
-        }
-        if let Some(b) = self.max_log_bytes {
-            s.limits.max_log_bytes = b;
-        }
-        if let Some(b) = self.max_component_bytes {
-            s.limits.max_component_bytes = b;
-        }
-        if self.no_builtins {
-            s.builtins = false;
-        }
-        if self.locked {
-            s.locked = true;
-        }
-        if let Some(dir) = &self.cache_dir {
-            s.cache_dir = Some(dir.clone());
-        }
-        if let Some(bytes) = self.cache_max_bytes {
-            s.cache_max_bytes = Some(bytes);
-        }
-        s.registry.insecure.extend(self.insecure_registry.iter().cloned());
-        if let Some(file) = &self.lock_file {
-            s.lock_file = Some(if file.is_absolute() { file.clone() } else { cwd.join(file) });
-        }
-        if let Some(file) = &self.audit {
-            s.audit.path = Some(if file.is_absolute() { file.clone() } else { cwd.join(file) });
-        }
-        if let Some(kind) = &self.backend
-            && *kind != s.backend.kind
-        {
-            // The file's options belong to the kind it names, not this one.
-            s.backend = toolhost::settings::BackendSettings { kind: kind.clone(), options: Default::default() };
-        }
+        self.overlay().apply(&mut s, &std::env::current_dir()?)?;
+        Ok((s, path))
+    }
+
+    /// The flags that change settings, as the library's overlay.
+    fn overlay(&self) -> Overlay {
+        let mut backend_options = Vec::new();
         if let Some(mode) = &self.sandbox {
-            s.set_local_sandbox(mode);
+            backend_options.push(("local".into(), "sandbox".into(), mode.as_str().into()));
         }
         if let Some(image) = &self.docker_image {
-            s.set_docker_image(image);
+            backend_options.push(("docker".into(), "image".into(), image.as_str().into()));
         }
-        if let Some(kind) = &self.state_store {
-            s.state.store = kind.parse().map_err(anyhow::Error::msg)?;
+        Overlay {
+            working_dirs: self.workdirs.clone(),
+            read_roots: self.read_roots.clone(),
+            mode: self.mode,
+            allow: self.allow.clone(),
+            deny: self.deny.clone(),
+            ask: self.ask.clone(),
+            plugins: self.plugins.clone(),
+            plugin_dirs: self.plugin_dirs.clone(),
+            grants: self.grants.clone(),
+            middleware: self.middleware.clone(),
+            attach: self.attach.clone(),
+            timeout_ms: self.timeout_ms,
+            max_memory_bytes: self.max_memory_bytes,
+            max_output_bytes: self.max_output_bytes,
+            max_state_value_bytes: self.max_state_value_bytes,
+            max_state_bytes: self.max_state_bytes,
+            max_state_keys: self.max_state_keys,
+            max_log_bytes: self.max_log_bytes,
+            max_component_bytes: self.max_component_bytes,
+            no_builtins: self.no_builtins,
+            locked: self.locked,
+            cache_dir: self.cache_dir.clone(),
+            cache_max_bytes: self.cache_max_bytes,
+            insecure_registries: self.insecure_registry.clone(),
+            lock_file: self.lock_file.clone(),
+            audit: self.audit.clone(),
+            backend: self.backend.clone(),
+            backend_options,
+            state_store: self.state_store.clone(),
+            redis_url: self.redis_url.clone(),
+            redis_key_prefix: self.redis_key_prefix.clone(),
+            state_keyring: self.state_keyring.clone(),
         }
-        if let Some(url) = &self.redis_url {
-            s.state.redis.url = Some(url.clone());
-        }
-        if let Some(prefix) = &self.redis_key_prefix {
-            s.state.redis.key_prefix = Some(prefix.clone());
-        }
-        if let Some(file) = &self.state_keyring {
-            s.state.keyring_file = Some(if file.is_absolute() { file.clone() } else { cwd.join(file) });
-        }
-        Ok((s, path))
     }
 
     /// A host built from the settings and flags, with warnings printed, for
@@ -246,11 +199,9 @@ impl Global {
     /// The host, with the tools of the upstream MCP servers `wanted`
     /// accepts (each such server is started, or reached, now).
     pub async fn host_with(&self, wanted: impl Fn(&str) -> bool) -> Result<Toolhost> {
-        let host = self.host_alone(false, false, None).await?;
-        for problem in toolhost_mcp::upstream::connect_servers_where(&host, wanted).await {
-            eprintln!("warning: {}", crate::shown::line(&problem));
-        }
-        Ok(host)
+        let (settings, read) = self.settings()?;
+        let servers = settings.mcp_servers.keys().filter(|name| wanted(name)).cloned().collect();
+        self.host_over(settings, read, UpstreamStart::Only(servers), false, false, None).await
     }
 
     /// The host of `toolhost serve`, which keeps running: every upstream
@@ -261,27 +212,34 @@ impl Global {
     /// `metrics`: keep Prometheus metrics (`serve --metrics`); `replica`:
     /// this process's id among a deployment's (`serve --replica-id`).
     pub async fn host_for_serve(&self, metrics: bool, replica: Option<&str>) -> Result<Toolhost> {
-        let host = self.host_alone(true, metrics, replica).await?;
-        let retry = toolhost_mcp::upstream::Retry::default();
-        for problem in toolhost_mcp::upstream::connect_servers_retrying(&host, retry).await {
-            eprintln!("warning: {}", crate::shown::line(&problem));
-        }
-        Ok(host)
+        let (settings, read) = self.settings()?;
+        let start = UpstreamStart::Retrying(toolhost::UpstreamRetry::default());
+        self.host_over(settings, read, start, true, metrics, replica).await
     }
 
-    /// The host, without the tools of upstream servers; warnings printed.
-    /// `long_running` hosts optimise their built-ins themselves, and wait
-    /// for a shared state store at start. With `[state] store = "redis"`
-    /// the host applies and keeps remembered rules in it.
-    async fn host_alone(&self, long_running: bool, metrics: bool, replica: Option<&str>) -> Result<Toolhost> {
-        let (settings, read) = self.settings()?;
+    /// The host of `settings` (read from `read`), its upstream servers
+    /// started as `upstream` says; warnings printed. `long_running` hosts
+    /// optimise their built-ins themselves, and wait for a shared state
+    /// store at start. With `[state] store = "redis"` the host applies and
+    /// keeps remembered rules in it.
+    async fn host_over(
+        &self,
+        settings: Settings,
+        read: Option<PathBuf>,
+        upstream: UpstreamStart,
+        long_running: bool,
+        metrics: bool,
+        replica: Option<&str>,
+    ) -> Result<Toolhost> {
         let remember = Settings::remember_path(read.as_deref())?;
         let replica = crate::state_store::replica_id(replica, long_running);
-        let mut builder = Toolhost::builder()
+        let mut builder = crate::state_store::with_rule_store(Toolhost::builder(), &settings, long_running)
+            .await?
             .settings(settings, Some(remember))
             .optimise_builtins_in_background(long_running)
             .hold_audit_log(long_running)
-            .metrics(metrics);
+            .metrics(metrics)
+            .upstream(upstream);
         if let Some(replica) = replica {
             builder = builder.replica(replica);
         }
@@ -289,7 +247,6 @@ impl Global {
             builder = builder.compile_observer(observer);
         }
         let host = builder.build().await?;
-        crate::state_store::share_rules(&host, long_running).await?;
         crate::first_run::remember(&host);
         // A plugin loading in the background may have the name: checked
         // once the loads are done (`first_run::wait_for_plugins`).
@@ -298,6 +255,9 @@ impl Global {
         }
         for problem in host.skill_problems() {
             eprintln!("warning: {} (skipped)", crate::shown::line(problem));
+        }
+        for problem in host.upstream_problems() {
+            eprintln!("warning: {}", crate::shown::line(problem));
         }
         Ok(host)
     }

@@ -2,8 +2,8 @@
 //! would change under the current settings ([`toolhost::audit_replay`]).
 
 use anyhow::{Context as _, Result};
-use toolhost::Toolhost;
 use toolhost::settings::Settings;
+use toolhost::{Toolhost, UpstreamStart};
 
 use super::args::{Global, ReplayArgs};
 use super::exit;
@@ -17,7 +17,9 @@ pub async fn replay(global: &Global, args: ReplayArgs) -> Result<u8> {
     // Replaying decides and runs nothing: it writes no audit record.
     settings.audit.path = None;
     let remember = Settings::remember_path(read.as_deref())?;
-    let host = Toolhost::builder().settings(settings, Some(remember)).build().await?;
+    // Replaying decides and runs nothing: no upstream server is started.
+    let builder = crate::state_store::with_rule_store(Toolhost::builder(), &settings, false).await?;
+    let host = builder.settings(settings, Some(remember)).upstream(UpstreamStart::None).build().await?;
     let report = toolhost::audit_replay::replay(&host, &text).await?;
     if args.json {
         let changes: Vec<_> = report

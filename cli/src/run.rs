@@ -58,7 +58,7 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<u8> {
             return PermissionAnswer::Deny;
         }
         let _turn = asking.lock_unpoisoned();
-        prompt::ask(&origins, &req, &remember_target)
+        prompt::ask(&origins, req, &remember_target)
     });
     // The results are printed as they come (a JSON list, as one would be
     // pretty-printed), so a long batch holds only the calls in flight.

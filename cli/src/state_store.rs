@@ -128,14 +128,17 @@ pub fn new_key(args: KeyringNewArgs) -> Result<u8> {
     Ok(crate::exit::OK)
 }
 
-/// With a shared store, `host` keeps and applies remembered rules there,
-/// as its replica (else the machine's host name).
-pub async fn share_rules(host: &toolhost::Toolhost, patient: bool) -> Result<()> {
-    if let Some(store) = shared(host.settings(), patient).await? {
-        let replica = host.replica_id().map_or_else(toolhost::replica::machine, str::to_string);
-        host.share_remembered_rules(store, replica)?;
-    }
-    Ok(())
+/// `builder` with the shared store of `settings` as its rule store, when
+/// there is one. `patient`: as for [`shared`].
+pub async fn with_rule_store(
+    builder: toolhost::ToolhostBuilder,
+    settings: &Settings,
+    patient: bool,
+) -> Result<toolhost::ToolhostBuilder> {
+    Ok(match shared(settings, patient).await? {
+        Some(store) => builder.rule_store(store),
+        None => builder,
+    })
 }
 
 /// This process's replica id: `explicit` (`serve --replica-id`), else

@@ -61,6 +61,9 @@
 //! ```
 
 pub use crate::state_store::{RedisSettings, StateSettings, StoreKind};
+pub use overlay::{Overlay, OverlayError};
+
+mod overlay;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -103,6 +106,20 @@ pub struct BackendSettings {
     /// The kind's own options: the other keys of the table.
     #[serde(flatten)]
     pub options: toml::Table,
+}
+
+impl BackendSettings {
+    /// Sets `[backend.KIND] KEY = VALUE`, keeping the table's other keys
+    /// (a `KIND` that is not a table becomes one).
+    pub fn set_option(&mut self, kind: &str, key: &str, value: impl Into<toml::Value>) {
+        let table = self.options.entry(kind).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !table.is_table() {
+            *table = toml::Value::Table(toml::Table::new());
+        }
+        if let toml::Value::Table(table) = table {
+            table.insert(key.into(), value.into());
+        }
+    }
 }
 
 impl Default for BackendSettings {
@@ -441,30 +458,6 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// Sets `[backend.local] sandbox` (what `--sandbox` does), keeping the
-    /// table's other keys.
-    pub fn set_local_sandbox(&mut self, mode: &str) {
-        let local = self.backend.options.entry("local").or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if !local.is_table() {
-            *local = toml::Value::Table(toml::Table::new());
-        }
-        if let toml::Value::Table(table) = local {
-            table.insert("sandbox".into(), toml::Value::String(mode.into()));
-        }
-    }
-
-    /// Sets `[backend.docker] image` (what `--docker-image` does), keeping
-    /// the table's other keys.
-    pub fn set_docker_image(&mut self, image: &str) {
-        let docker = self.backend.options.entry("docker").or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if !docker.is_table() {
-            *docker = toml::Value::Table(toml::Table::new());
-        }
-        if let toml::Value::Table(table) = docker {
-            table.insert("image".into(), toml::Value::String(image.into()));
-        }
-    }
-
     /// Reads a settings file. Relative paths in it are resolved against the
     /// file's directory. Errors name the file and the offending key.
     pub fn load(path: &Path) -> Result<Self> {

@@ -79,6 +79,6 @@ pub use execution::middleware::NativeMiddleware;
 pub use tool::LookupError;
 pub use toolhost::{
     BACKGROUND_LOAD_BYTES, CallRequest, ExternalResult, ListToolsError, RUNNING_CALLS, Replacement, Toolhost,
-    ToolhostBuilder, tool_error_text,
+    ToolhostBuilder, UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart, tool_error_text,
 };
 pub use types::ToolError;

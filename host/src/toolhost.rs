@@ -74,6 +74,7 @@ pub(crate) mod watch;
 pub use call::tool_error_text;
 pub use replace::Replacement;
 pub use toolkit::ListToolsError;
+pub use upstream::{UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart};
 
 /// One call to make.
 #[derive(Debug, Clone)]
@@ -184,6 +185,8 @@ pub struct ToolhostBuilder {
     metrics: bool,
     replica: Option<String>,
     hold_audit_log: bool,
+    upstream: UpstreamStart,
+    rule_store: Option<Arc<dyn crate::coordination::RuleStore>>,
 }
 
 impl ToolhostBuilder {
@@ -193,6 +196,26 @@ impl ToolhostBuilder {
     /// as it. Without one, `{replica}` is the machine's host name.
     pub fn replica(mut self, id: impl Into<String>) -> Self {
         self.replica = Some(id.into());
+        self
+    }
+
+    /// The shared store "allow and remember" keeps its rules in (not the
+    /// settings file), whose rules, remembered by any process of the
+    /// deployment, every decision applies. Required when the settings say
+    /// `[state] store = "redis"` (the `toolhost-redis` crate connects one);
+    /// this process is named in its records by its [`Self::replica`] id,
+    /// else the machine's host name.
+    pub fn rule_store(mut self, store: Arc<dyn crate::coordination::RuleStore>) -> Self {
+        self.rule_store = Some(store);
+        self
+    }
+
+    /// Which upstream MCP servers (`[mcp_servers.NAME]`) [`Self::build`]
+    /// starts, and whether one that does not start is tried again
+    /// (default [`UpstreamStart::All`]: every one, once; what went wrong is
+    /// in [`Toolhost::upstream_problems`]).
+    pub fn upstream(mut self, start: UpstreamStart) -> Self {
+        self.upstream = start;
         self
     }
 
@@ -352,6 +375,18 @@ impl ToolhostBuilder {
             }
             None => None,
         };
+        let shared_rules = match self.rule_store {
+            Some(store) => {
+                let replica = self.replica.clone().unwrap_or_else(crate::replica::machine);
+                Some(shared_rules::SharedRules::new(store, replica))
+            }
+            None if settings.state.store == crate::settings::StoreKind::Local => None,
+            None => bail!(
+                "[state] store = \"redis\" keeps remembered rules in a shared store, and this host was given none: \
+                 connect one (toolhost_redis::RedisStore::connect) and pass it to ToolhostBuilder::rule_store, or \
+                 set [state] store = \"local\""
+            ),
+        };
         let telemetry = crate::telemetry::Telemetry::start(&settings.telemetry, self.metrics)?;
         let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
         let middleware_configs = settings
@@ -381,10 +416,11 @@ impl ToolhostBuilder {
                 writable_roots,
                 groups,
                 skills,
+                upstream_problems: Default::default(),
                 running: Arc::new(tokio::sync::Semaphore::new(RUNNING_CALLS)),
                 audit,
                 telemetry,
-                shared_rules: Default::default(),
+                shared_rules,
                 loads: Default::default(),
                 background_from: self.background_from.unwrap_or(BACKGROUND_LOAD_BYTES),
                 optimise_builtins: self.optimise_builtins.unwrap_or(true),
@@ -413,6 +449,8 @@ impl ToolhostBuilder {
         // never run without a layer attached to its tool (a redaction
         // layer loaded late would let calls through unredacted).
         host.load_configured_middleware().await?;
+        let problems = upstream::connect(&host, &self.upstream).await;
+        let _ = host.inner.upstream_problems.set(problems);
         Ok(host)
     }
 }
@@ -478,6 +516,8 @@ struct Inner {
     groups: Arc<ToolGroups>,
     /// The skills of `[skills] dirs`.
     skills: Arc<Skills>,
+    /// What went wrong starting the upstream servers, once they were.
+    upstream_problems: std::sync::OnceLock<Vec<String>>,
     /// One permit per call holding instances ([`RUNNING_CALLS`]).
     running: Arc<tokio::sync::Semaphore>,
     /// The audit log of `[audit]`, when one is configured.
@@ -497,8 +537,8 @@ struct Inner {
     /// This process's replica id, when it was given one.
     replica: Option<String>,
     /// Remembered rules shared with the other processes of a deployment
-    /// ([`Toolhost::share_remembered_rules`]).
-    shared_rules: std::sync::OnceLock<shared_rules::SharedRules>,
+    /// ([`ToolhostBuilder::rule_store`]).
+    shared_rules: Option<shared_rules::SharedRules>,
 }
 
 /// The size from which a plugin file whose compiled code is not cached

@@ -25,7 +25,6 @@ pub mod session;
 mod shared_sessions;
 mod tools;
 mod trace_context;
-pub mod upstream;
 
 pub use handler::McpFront;
 pub use http::{HttpOptions, serve_http};

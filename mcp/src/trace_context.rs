@@ -1,10 +1,9 @@
 //! W3C trace context over MCP: a request's `traceparent`/`tracestate`
 //! from its `_meta` (or, over HTTP, its headers) so the call's span
-//! continues the agent's trace; and the same keys put in the `_meta` of a
-//! request to an upstream server so its spans continue toolhost's.
+//! continues the agent's trace (the library's upstream client puts the
+//! same keys in the `_meta` of its requests).
 
 use rmcp::RoleServer;
-use rmcp::model::RequestMetaObject;
 use rmcp::service::RequestContext;
 use toolhost::telemetry::TraceParent;
 
@@ -25,14 +24,4 @@ pub(crate) fn from_request(ctx: &RequestContext<RoleServer>) -> Option<TracePare
         return None;
     }
     Some(TraceParent { traceparent, tracestate: tracestate.filter(|s| s.len() <= MAX_VALUE) })
-}
-
-/// A request `_meta` carrying `parent`.
-pub(crate) fn into_meta(parent: TraceParent) -> RequestMetaObject {
-    let mut meta = RequestMetaObject::default();
-    meta.set_traceparent(&parent.traceparent);
-    if let Some(state) = &parent.tracestate {
-        meta.set_tracestate(state);
-    }
-    meta
 }

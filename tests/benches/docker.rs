@@ -69,7 +69,7 @@ fn main() {
 
     let mut settings = scratch.settings();
     settings.backend.kind = "docker".into();
-    settings.set_docker_image(&image);
+    settings.backend.set_option("docker", "image", image.as_str());
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let host = rt.block_on(scratch.host(settings));
 

@@ -77,9 +77,9 @@ async fn main() {
     let iterations: usize = env_number("ITERATIONS", 300);
     let scratch = Scratch::new();
     let mut plain = scratch.settings();
-    plain.set_local_sandbox("off");
+    plain.backend.set_option("local", "sandbox", "off");
     let mut confined = scratch.settings();
-    confined.set_local_sandbox("on");
+    confined.backend.set_option("local", "sandbox", "on");
     let plain = scratch.host(plain).await;
     let confined = scratch.host(confined).await;
     for _ in 0..20 {

@@ -166,11 +166,11 @@ impl Scratch {
     pub fn settings(&self) -> Settings {
         let mut s = Settings::default();
         if let Some(mode) = test_sandbox() {
-            s.set_local_sandbox(&mode);
+            s.backend.set_option("local", "sandbox", mode.as_str());
         }
         if let Some(image) = test_docker_image() {
             s.backend.kind = "docker".into();
-            s.set_docker_image(&image);
+            s.backend.set_option("docker", "image", image.as_str());
         }
         s.permissions.working_dirs = vec![self.work().display().to_string()];
         s.cache_dir = Some(root().join("target/test-cache"));

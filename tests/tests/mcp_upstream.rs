@@ -187,7 +187,7 @@ fn serve_offers_a_server_s_tools_once_it_comes_up_later() {
 /// A host over `table` with its upstream servers connected; the problems.
 async fn host_with(scratch: &Scratch, table: &str) -> (Toolhost, Vec<String>) {
     let host = scratch.host(scratch.settings_file(table)).await;
-    let problems = toolhost_mcp::upstream::connect_servers(&host).await;
+    let problems = host.upstream_problems().to_vec();
     (host, problems)
 }
 
@@ -392,7 +392,7 @@ fn serve_reads_an_endless_server_once_within_its_bounds() {
 
 /// Issue 29, item 9: a storm of list_changed notifications (2000, as fast
 /// as the server can send them) is coalesced — at most one re-list runs and
-/// one waits, `RELIST_INTERVAL` apart — and the storm's last change is not
+/// one waits, `UPSTREAM_RELIST_INTERVAL` apart — and the storm's last change is not
 /// lost: the tool it added is offered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_changed_storm_is_coalesced_and_its_last_change_kept() {
@@ -413,12 +413,12 @@ async fn a_list_changed_storm_is_coalesced_and_its_last_change_kept() {
     .await
     .expect("the storm's last change was lost: mcp__up__after_storm never appeared");
     // Whatever was still waiting has run by now.
-    tokio::time::sleep(3 * toolhost_mcp::upstream::RELIST_INTERVAL).await;
+    tokio::time::sleep(3 * toolhost::UPSTREAM_RELIST_INTERVAL).await;
     let storm = noted(&count, "storm");
     let storm_ms: u64 = storm[0].rsplit(' ').next().unwrap().parse().unwrap();
     let relists = noted(&count, "list").len() - 1;
     // One running when the storm began, one per interval while it lasted, one waiting at its end.
-    let most = 2 + (storm_ms / toolhost_mcp::upstream::RELIST_INTERVAL.as_millis() as u64) as usize + 1;
+    let most = 2 + (storm_ms / toolhost::UPSTREAM_RELIST_INTERVAL.as_millis() as u64) as usize + 1;
     eprintln!("{relists} re-lists for a storm of 2000 notifications in {storm_ms} ms");
     assert!(relists <= most, "{relists} re-lists for a storm of 2000 notifications in {storm_ms} ms (at most {most})");
 }

@@ -40,7 +40,7 @@ fn sandboxed(scratch: &Scratch, extra: &[(&str, toml::Value)]) -> Settings {
 /// Settings with the sandbox off, whatever `TOOLHOST_TEST_SANDBOX` says.
 fn unsandboxed(scratch: &Scratch) -> Settings {
     let mut s = scratch.settings();
-    s.set_local_sandbox("off");
+    s.backend.set_option("local", "sandbox", "off");
     s
 }
 

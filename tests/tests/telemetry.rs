@@ -275,7 +275,7 @@ async fn an_upstream_mcp_call_is_a_span_whose_context_the_server_receives() {
     let mut settings = scratch.settings_file(&table);
     settings.builtins = false;
     let host = traced_host(&scratch, &receiver, settings).await;
-    let problems = toolhost_mcp::upstream::connect_servers(&host).await;
+    let problems = host.upstream_problems();
     assert!(problems.is_empty(), "{problems:?}");
     let r = call(&host, "mcp__up__traceparent", json!({}), PermissionAnswer::Deny).await;
     let received = r.text();

@@ -49,25 +49,15 @@ pub(crate) struct DecisionRules {
 }
 
 impl Toolhost {
-    /// From now on, "allow and remember" keeps its rules in `store` (not in
-    /// the settings file), and every decision applies the rules remembered
-    /// there by any process; `replica` names this process in the records.
-    /// Once per host.
-    pub fn share_remembered_rules(&self, store: Arc<dyn RuleStore>, replica: String) -> Result<()> {
-        let shared = SharedRules { store, replica, seen: Mutex::new(None) };
-        self.inner
-            .shared_rules
-            .set(shared)
-            .map_err(|_| anyhow::anyhow!("this host already shares its remembered rules through a store"))
-    }
-
     /// The rules for a decision, without a store command: those in force
     /// here plus the remembered ones as this process last read them. The
     /// decision made with them stands only if [`Toolhost::confirm_rules`]
     /// says so.
     pub(crate) fn rules_as_last_seen(&self) -> DecisionRules {
         let base = self.rules();
-        let Some(shared) = self.inner.shared_rules.get() else { return DecisionRules { rules: base, current: true } };
+        let Some(shared) = self.inner.shared_rules.as_ref() else {
+            return DecisionRules { rules: base, current: true };
+        };
         let rules = match shared.seen.lock_unpoisoned().as_mut() {
             Some(seen) => seen.merged_with(&base),
             None => base,
@@ -88,7 +78,7 @@ impl Toolhost {
         if used.current {
             return None;
         }
-        let shared = self.inner.shared_rules.get()?;
+        let shared = self.inner.shared_rules.as_ref()?;
         if decision.behavior == Behavior::Allow && !shared.made(decision) {
             return None;
         }
@@ -106,7 +96,7 @@ impl Toolhost {
     /// Remembers `rule`: in the shared store when there is one, else as
     /// [`Toolhost::remember_rule`] does.
     pub(crate) async fn remember(&self, rule: Rule) -> Result<()> {
-        let Some(shared) = self.inner.shared_rules.get() else { return self.remember_rule(rule) };
+        let Some(shared) = self.inner.shared_rules.as_ref() else { return self.remember_rule(rule) };
         let record = RememberedRule {
             rule: rule.to_string(),
             behavior: rule.behavior,
@@ -126,6 +116,12 @@ impl Toolhost {
 }
 
 impl SharedRules {
+    /// Remembered rules kept in `store`, this process named `replica` in
+    /// the records it writes.
+    pub(crate) fn new(store: Arc<dyn RuleStore>, replica: String) -> Self {
+        Self { store, replica, seen: Mutex::new(None) }
+    }
+
     /// Whether a remembered rule may have made `decision` (or a rule that
     /// does not allow was ever remembered, when any decision may be its).
     fn made(&self, decision: &Decision) -> bool {

@@ -416,3 +416,17 @@ async fn every_change_to_the_set_of_tools_is_announced_and_nothing_else_is() {
     assert!(changes.has_changed().unwrap(), "an unload is a change");
     assert_eq!(*changes.borrow_and_update(), generation + 3, "one generation per change");
 }
+
+/// `[state] store = "redis"` keeps remembered rules in the deployment's
+/// store: a host given none is refused, naming the builder method, rather
+/// than keep "allow and remember" in this process behind the others' back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_state_store_without_a_rule_store_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut settings = Settings::default();
+    settings.permissions.working_dirs = vec![dir.path().display().to_string()];
+    settings.state.store = crate::settings::StoreKind::Redis;
+    let err = Toolhost::builder().settings(settings, None).build().await.err().expect("refused");
+    let err = format!("{err:#}");
+    assert!(err.contains("[state] store = \"redis\"") && err.contains("ToolhostBuilder::rule_store"), "{err}");
+}

@@ -3,6 +3,8 @@
 //! registry as every other tool, so a name taken by a built-in, a plugin or
 //! another server is reported and never shadowed.
 
+mod client;
+
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -14,10 +16,22 @@ use crate::catalog::upstream::{MAX_UPSTREAM_TOOLS, upstream_tool};
 use crate::execution::upstream::{UpstreamServer, load_upstream};
 use crate::settings::McpServerSettings;
 
+pub(super) use client::connect;
+pub use client::{UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart};
+
 impl Toolhost {
     /// The configured upstream MCP servers (`[mcp_servers.NAME]`).
     pub fn mcp_servers(&self) -> &std::collections::BTreeMap<String, McpServerSettings> {
         &self.inner.settings.mcp_servers
+    }
+
+    /// What went wrong when [`crate::ToolhostBuilder::build`] started the
+    /// upstream servers: a server that did not start (with the cause and
+    /// what to check; with [`UpstreamStart::Retrying`] it is being tried
+    /// again), a tool that was not offered. Empty when every server's
+    /// tools are offered.
+    pub fn upstream_problems(&self) -> &[String] {
+        self.inner.upstream_problems.get().map_or(&[], Vec::as_slice)
     }
 
     /// Makes the tools server `server` listed (`listing`: each entry the

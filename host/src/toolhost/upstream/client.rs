@@ -1,27 +1,27 @@
-//! Tools of upstream MCP servers (`[mcp_servers.NAME]`): the rmcp client
-//! side of toolhost, implementing the library's seam
-//! [`toolhost::execution::upstream::UpstreamServer`].
+//! The MCP client that connects `[mcp_servers.NAME]` (rmcp): starts or
+//! reaches each configured server, lists its tools and offers them through
+//! [`Toolhost::offer_upstream_tools`], and serves their calls as the
+//! library's seam [`crate::execution::upstream::UpstreamServer`].
+//! [`crate::ToolhostBuilder::build`] runs it as its
+//! [`UpstreamStart`] says, so every embedder of the library that reads a
+//! `toolhost.toml` gets the same upstream tools as the CLI.
 //!
-//! [`connect_servers`] starts (or reaches) every configured server, lists
-//! its tools and offers them through
-//! [`Toolhost::offer_upstream_tools`]; a server that cannot be started is
-//! reported and offers nothing (a `toolhost` command tries again when it
-//! next runs). A long-running front end (`toolhost serve`) uses
-//! [`connect_servers_retrying`]: a server that did not start is tried again
-//! in the background with a growing delay ([`Retry`]), each failure logged,
-//! and its tools are offered as soon as it comes up (a tool-list change,
-//! which serve's clients are told of). A server that died after it was
-//! listed is started again by the next call of one of its tools. Its
-//! `notifications/tools/list_changed` makes toolhost list it again and
-//! offer the new set, which moves [`Toolhost::tool_list_changes`] (and so
-//! the list_changed toolhost sends its own MCP clients).
+//! A server that cannot be started is reported
+//! ([`Toolhost::upstream_problems`]) and offers nothing. With
+//! [`UpstreamStart::Retrying`] (`toolhost serve`) it is tried again in the
+//! background with a growing delay ([`UpstreamRetry`]), each failure logged, and
+//! its tools are offered as soon as it comes up (a tool-list change). A
+//! server that died after it was listed is started again by the next call
+//! of one of its tools. Its `notifications/tools/list_changed` makes
+//! toolhost list it again and offer the new set, which moves
+//! [`Toolhost::tool_list_changes`].
 //!
 //! A server is hostile input, its listing too. The pages of a `tools/list`
-//! are read within the bounds of [`toolhost::catalog::upstream::Listing`]
+//! are read within the bounds of [`crate::catalog::upstream::Listing`]
 //! (pages, bytes, tools; a server that pages on for ever stops there, what
 //! it listed is offered and the stop reported). A storm of list_changed
 //! notifications is coalesced: at most one re-list runs and one waits,
-//! [`RELIST_INTERVAL`] apart, on the connection that sent them (a
+//! [`UPSTREAM_RELIST_INTERVAL`] apart, on the connection that sent them (a
 //! notification never starts a server). A problem is reported once: a
 //! re-list that finds the same ones logs nothing new. What a server says
 //! is logged through the escaper.
@@ -30,17 +30,26 @@
 //! list-changed notifications need no subscription.
 //!
 //! A stdio server's process gets a scrubbed environment: the variables of
-//! [`toolhost::capability::INHERITED_ENV`] (`PATH`, `HOME`, `LANG`, …)
+//! [`crate::capability::INHERITED_ENV`] (`PATH`, `HOME`, `LANG`, …)
 //! from toolhost's, then the table's `env`; nothing else (no API key of
-//! toolhost's own environment reaches it unless the user passes it). Its
+//! toolhost's own environment reaches it unless the user passes it). It
+//! has no controlling terminal and no descriptor toolhost inherited, its
 //! stderr is discarded, and it is killed when toolhost drops the
 //! connection.
 
+use std::collections::BTreeSet;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::Toolhost;
+use crate::catalog::upstream::Listing;
+use crate::escape::line;
+use crate::execution::upstream::UpstreamServer;
+use crate::settings::McpServerSettings;
+use crate::sync::MutexExt as _;
+use crate::telemetry::TraceParent;
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation, PaginatedRequestParams, ProtocolVersion};
 use rmcp::service::{NotificationContext, RunningService};
@@ -48,12 +57,6 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::Value;
 use tokio::sync::Mutex;
-use toolhost::Toolhost;
-use toolhost::catalog::upstream::Listing;
-use toolhost::escape::line;
-use toolhost::execution::upstream::UpstreamServer;
-use toolhost::settings::McpServerSettings;
-use toolhost::sync::MutexExt as _;
 
 /// A running connection to one server.
 type Service = RunningService<RoleClient, Notified>;
@@ -61,28 +64,14 @@ type Service = RunningService<RoleClient, Notified>;
 /// The least time between two re-lists of one server that its
 /// list_changed notifications ask for: a storm of them lists it at most
 /// once per interval.
-pub const RELIST_INTERVAL: Duration = Duration::from_secs(1);
+pub const UPSTREAM_RELIST_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Starts every configured upstream server and offers its tools. Returns
-/// one line per problem: a server that did not start (with the cause and
-/// what to check), a tool that was not offered. Servers are started at
-/// once, each bounded by its `startup_timeout_ms`.
-pub async fn connect_servers(host: &Toolhost) -> Vec<String> {
-    connect_servers_where(host, |_| true).await
-}
-
-/// Like [`connect_servers`], for the servers whose name `wanted` accepts
-/// (a front end that runs one tool starts only the server it belongs to).
-pub async fn connect_servers_where(host: &Toolhost, wanted: impl Fn(&str) -> bool) -> Vec<String> {
-    connect(host, wanted, None).await
-}
-
-/// How a long-running front end keeps trying a server that did not start:
+/// How a host that keeps running tries a server that did not start again:
 /// the first retry `first` after the failure, each wait twice the one
 /// before up to `longest`, at most `attempts` retries; then it gives up
 /// until the front end is restarted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retry {
+pub struct UpstreamRetry {
     /// The wait before the first retry.
     pub first: Duration,
     /// The longest wait between two retries.
@@ -91,7 +80,7 @@ pub struct Retry {
     pub attempts: u32,
 }
 
-impl Default for Retry {
+impl Default for UpstreamRetry {
     /// 1 s, 2 s, 4 s, … up to a minute between retries, 20 retries (about
     /// a quarter of an hour).
     fn default() -> Self {
@@ -99,21 +88,47 @@ impl Default for Retry {
     }
 }
 
-/// Like [`connect_servers`], and each server that does not start is tried
-/// again in the background as `retry` says, every failure logged (`warn`)
-/// with its cause and the next wait; once it starts its tools are offered
-/// (which moves [`Toolhost::tool_list_changes`]). Returns the problems of
-/// the first attempt (those of a server tried again say so). For
-/// `toolhost serve`.
-pub async fn connect_servers_retrying(host: &Toolhost, retry: Retry) -> Vec<String> {
-    connect(host, |_| true, Some(retry)).await
+/// Which configured upstream servers [`crate::ToolhostBuilder::build`]
+/// starts, and what becomes of one that does not start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum UpstreamStart {
+    /// Every configured server, at once, each bounded by its
+    /// `startup_timeout_ms`; one that does not start is reported
+    /// ([`Toolhost::upstream_problems`]) and offers nothing until the next
+    /// call of one of its tools would need it. The default.
+    #[default]
+    All,
+    /// Only the servers named (a front end that runs one tool starts only
+    /// the server it belongs to); the others offer nothing.
+    Only(BTreeSet<String>),
+    /// Every server, and one that does not start is tried again in the
+    /// background as the [`UpstreamRetry`] says, every failure logged (`warn`) with its
+    /// cause and the next wait; once it starts its tools are offered (which
+    /// moves [`Toolhost::tool_list_changes`]). For a host that keeps
+    /// running (`toolhost serve`).
+    Retrying(UpstreamRetry),
+    /// No server: the host offers no upstream tool.
+    None,
 }
 
-async fn connect(host: &Toolhost, wanted: impl Fn(&str) -> bool, retry: Option<Retry>) -> Vec<String> {
+impl UpstreamStart {
+    fn wants(&self, server: &str) -> bool {
+        match self {
+            Self::All | Self::Retrying(_) => true,
+            Self::Only(names) => names.contains(server),
+            Self::None => false,
+        }
+    }
+}
+
+/// Starts the servers `start` names and offers their tools. Returns one
+/// line per problem: a server that did not start (with the cause and what
+/// to check), a tool that was not offered.
+pub(crate) async fn connect(host: &Toolhost, start: &UpstreamStart) -> Vec<String> {
     let servers: Vec<Arc<Upstream>> = host
         .mcp_servers()
         .iter()
-        .filter(|(name, _)| wanted(name))
+        .filter(|(name, _)| start.wants(name))
         .map(|(name, settings)| Upstream::new(host.clone(), name.clone(), settings.clone()))
         .collect();
     let results = futures::future::join_all(servers.iter().map(|s| s.clone().refresh())).await;
@@ -121,12 +136,12 @@ async fn connect(host: &Toolhost, wanted: impl Fn(&str) -> bool, retry: Option<R
     for (server, result) in servers.into_iter().zip(results) {
         match result {
             Ok(not_offered) => problems.extend(not_offered),
-            Err(unavailable) => match retry {
-                Some(retry) => {
+            Err(unavailable) => match start {
+                UpstreamStart::Retrying(retry) => {
                     problems.push(format!("{unavailable} (tried again in the background)"));
-                    tokio::spawn(server.keep_starting(retry));
+                    tokio::spawn(server.keep_starting(*retry));
                 }
-                None => problems.push(unavailable),
+                _ => problems.push(unavailable),
             },
         }
     }
@@ -134,7 +149,7 @@ async fn connect(host: &Toolhost, wanted: impl Fn(&str) -> bool, retry: Option<R
 }
 
 /// One upstream server: its settings, and its connection while it runs.
-pub struct Upstream {
+struct Upstream {
     host: Toolhost,
     name: String,
     settings: McpServerSettings,
@@ -188,7 +203,7 @@ impl Upstream {
                 let params = PaginatedRequestParams::default().with_cursor(cursor);
                 let page = service.peer().list_tools(Some(params)).await;
                 let page = page.map_err(|e| format!("listing its tools failed: {e}"))?;
-                let bytes = toolhost::response::json_len(&page);
+                let bytes = crate::response::json_len(&page);
                 cursor = page.next_cursor;
                 let tools = page.tools.into_iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
                 if !listing.add_page(tools, bytes, cursor.is_some()) {
@@ -227,7 +242,7 @@ impl Upstream {
 
     /// The re-list a list_changed notification asks for, on the connection
     /// that runs now (none: nothing to list; the next call starts the
-    /// server again). Coalesced: one runs at a time, [`RELIST_INTERVAL`]
+    /// server again). Coalesced: one runs at a time, [`UPSTREAM_RELIST_INTERVAL`]
     /// after the one before, and notifications that come while one waits
     /// fold into it.
     fn relist_soon(self: Arc<Self>) {
@@ -237,7 +252,7 @@ impl Upstream {
         tokio::spawn(async move {
             let mut last = self.relisting.lock().await;
             if let Some(at) = *last {
-                tokio::time::sleep_until(at + RELIST_INTERVAL).await;
+                tokio::time::sleep_until(at + UPSTREAM_RELIST_INTERVAL).await;
             }
             // A notification from now on asks for another re-list.
             self.relist_queued.store(false, Ordering::SeqCst);
@@ -254,7 +269,7 @@ impl Upstream {
 
     /// Tries the server again after each wait of `retry` until it starts
     /// (its tools are then offered) or the retries run out.
-    async fn keep_starting(self: Arc<Self>, retry: Retry) {
+    async fn keep_starting(self: Arc<Self>, retry: UpstreamRetry) {
         let mut wait = retry.first;
         for attempt in 1..=retry.attempts {
             tokio::time::sleep(wait).await;
@@ -311,7 +326,7 @@ impl Upstream {
         if let Some(command) = &self.settings.command {
             let mut cmd = tokio::process::Command::new(command);
             cmd.args(&self.settings.args).env_clear().kill_on_drop(true);
-            for key in toolhost::capability::INHERITED_ENV {
+            for key in crate::capability::INHERITED_ENV {
                 if let Some(value) = std::env::var_os(key) {
                     cmd.env(key, value);
                 }
@@ -321,7 +336,7 @@ impl Upstream {
             // An upstream server is not trusted: no controlling terminal, no
             // descriptor toolhost inherited.
             unsafe {
-                cmd.pre_exec(toolhost::backend::local::detach_child);
+                cmd.pre_exec(crate::backend::local::detach_child);
             }
             let (transport, _) = TokioChildProcess::builder(cmd)
                 .stderr(Stdio::null())
@@ -337,9 +352,9 @@ impl Upstream {
                     config.auth_header = Some(value.strip_prefix("Bearer ").unwrap_or(value).to_string());
                     continue;
                 }
-                let name = axum::http::HeaderName::try_from(key.as_str())
+                let name = http::HeaderName::try_from(key.as_str())
                     .map_err(|e| format!("header `{key}` is not a valid header name: {e}"))?;
-                let value = axum::http::HeaderValue::try_from(value.as_str())
+                let value = http::HeaderValue::try_from(value.as_str())
                     .map_err(|e| format!("the value of header `{key}` is not valid: {e}"))?;
                 config.custom_headers.insert(name, value);
             }
@@ -359,9 +374,9 @@ impl UpstreamServer for Upstream {
             let service =
                 self.running().await.map_err(|e| format!("MCP server {} is not available: {e}", self.name))?;
             let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-            let mut span = toolhost::telemetry::trace::child(|| format!("mcp tools/call {}", self.name));
+            let mut span = crate::telemetry::trace::child(|| format!("mcp tools/call {}", self.name));
             if let Some(span) = &span {
-                params.meta = Some(crate::trace_context::into_meta(span.traceparent()));
+                params.meta = Some(request_meta(span.traceparent()));
             }
             let result = service.peer().call_tool(params).await;
             if let (Some(span), Err(_)) = (&mut span, &result) {
@@ -406,4 +421,15 @@ impl ClientHandler for Notified {
             upstream.relist_soon();
         }
     }
+}
+
+/// A request `_meta` carrying `parent`, so the server's spans continue
+/// toolhost's.
+fn request_meta(parent: TraceParent) -> rmcp::model::RequestMetaObject {
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.set_traceparent(&parent.traceparent);
+    if let Some(state) = &parent.tracestate {
+        meta.set_tracestate(state);
+    }
+    meta
 }
