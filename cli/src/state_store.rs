@@ -44,7 +44,7 @@ async fn connect(settings: &Settings, patient: bool) -> Result<Option<Arc<RedisS
         return Ok(None);
     }
     if !settings.state.allow_unconfined
-        && let Err(why) = settings.processes_contained()
+        && let Err(why) = toolhost::backend::BackendFactories::default().contains_processes(&settings.backend)
     {
         bail!(
             "[state] store = \"redis\" is refused while tool processes are not contained: {why}. An unconfined \

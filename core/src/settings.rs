@@ -528,39 +528,6 @@ impl Settings {
         }
     }
 
-    /// Whether the processes tools start are contained: the local backend
-    /// with its sandbox `on` and no network, or the Docker backend on the
-    /// network `none`. `Err` says what is not, and how to contain them.
-    pub fn processes_contained(&self) -> Result<(), String> {
-        let table = |name: &str| self.backend.options.get(name).and_then(toml::Value::as_table);
-        let text = |table: Option<&toml::Table>, key: &str| {
-            table.and_then(|t| t.get(key)).and_then(toml::Value::as_str).map(str::to_string)
-        };
-        match self.backend.kind.as_str() {
-            "local" => {
-                let local = table("local");
-                let sandbox = text(local, "sandbox").unwrap_or_else(|| "off".into());
-                let network = local.and_then(|t| t.get("network")).and_then(toml::Value::as_bool).unwrap_or(false);
-                if sandbox == "on" && !network {
-                    return Ok(());
-                }
-                Err(format!(
-                    "the local backend runs tool processes with [backend.local] sandbox = \"{sandbox}\"{}; set \
-                     sandbox = \"on\" and network = false",
-                    if network { " and network = true" } else { "" }
-                ))
-            }
-            "docker" => match text(table("docker"), "network").as_deref() {
-                None | Some("none") => Ok(()),
-                Some(network) => Err(format!(
-                    "the Docker backend runs tool processes on the network \"{network}\"; set [backend.docker] \
-                     network = \"none\""
-                )),
-            },
-            other => Err(format!("the backend \"{other}\" is not known to contain its processes")),
-        }
-    }
-
     /// The lock file: `lock_file` when set, else `toolhost.lock` beside
     /// `settings_path` (the file read or remembered into), else in the
     /// current directory.
@@ -725,13 +692,13 @@ impl Settings {
     /// Where tools may write, as these settings configure it, each with its
     /// symlinks resolved where it exists: the working directories, every
     /// root a `[grants.NAME]` table lets a tool write (`$WORKDIRS` is the
-    /// working directories), and `[backend.local] allow_write` (`~/` is
-    /// `home`), where every process of a sandboxed backend may write. A
-    /// component file reached through one of them is loaded only when
-    /// pinned (see `toolhost::toolhost::pinned`). Working directories that
-    /// cannot be read from the settings are left out (the host refuses to
-    /// start on them anyway).
-    pub fn tool_writable_roots(&self, home: &Path) -> Vec<PathBuf> {
+    /// working directories), and `backend_paths`, where every process of
+    /// the backend may write (its options say: `[backend.local]
+    /// allow_write`). A component file reached through one of them is
+    /// loaded only when pinned (see `toolhost::toolhost::pinned`). Working
+    /// directories that cannot be read from the settings are left out (the
+    /// host refuses to start on them anyway).
+    pub fn tool_writable_roots(&self, backend_paths: &[PathBuf]) -> Vec<PathBuf> {
         let working = self.working_dirs().unwrap_or_default();
         let mut roots = working.clone();
         for policy in self.grants.values() {
@@ -743,21 +710,7 @@ impl Settings {
                 }
             }
         }
-        let allow_write = self
-            .backend
-            .options
-            .get("local")
-            .and_then(|local| local.get("allow_write"))
-            .and_then(toml::Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(toml::Value::as_str);
-        for path in allow_write {
-            match path.strip_prefix("~/") {
-                Some(rest) => roots.push(home.join(rest)),
-                None => roots.push(PathBuf::from(path)),
-            }
-        }
+        roots.extend(backend_paths.iter().cloned());
         let mut out: Vec<PathBuf> = Vec::new();
         for root in roots.into_iter().filter(|r| r.is_absolute()) {
             let root = crate::protected::real_form(&root).unwrap_or(root);

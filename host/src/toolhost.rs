@@ -338,20 +338,18 @@ impl ToolhostBuilder {
             ..Default::default()
         })?;
         let protected = Arc::new(settings.protected_paths(self.settings_path.as_deref()));
-        let backend = match self.backend {
-            Some(b) => b,
+        let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/".into()));
+        // A backend given by the embedder has no options of the settings.
+        let (backend, backend_paths) = match self.backend {
+            Some(b) => (b, Vec::new()),
             None => {
-                let setup = BackendSetup {
-                    cwd: &working_dirs[0],
-                    working_dirs: &working_dirs,
-                    protected: protected.clone(),
-                    options: &settings.backend.options,
-                };
-                self.factories.make(&settings.backend.kind, &setup)?
+                let options = self.factories.options(&settings.backend)?;
+                let setup =
+                    BackendSetup { cwd: &working_dirs[0], working_dirs: &working_dirs, protected: protected.clone() };
+                (options.make(&setup)?, options.writable_paths(&home))
             }
         };
-        let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/".into()));
-        let writable_roots = settings.tool_writable_roots(&home);
+        let writable_roots = settings.tool_writable_roots(&backend_paths);
         let lock_path = settings.lock_path(self.settings_path.as_deref());
         let lock = pinned::read_lock(&lock_path, settings.locked)?;
         // `oci://` plugins: pulled (or found in the content store) and

@@ -51,8 +51,8 @@ use tokio::time::Instant;
 use super::local::{DEFAULT_MAX_OUTPUT_BYTES, LocalBackend};
 use super::scope::normalize_lexically;
 use super::{
-    Backend, BackendError, BackendSetup, DirEntry, ExecRequest, FileStat, FsScope, OsFamily, Process, SearchFile,
-    SearchRequest, WalkOptions,
+    Backend, BackendError, BackendOptions, BackendSetup, DirEntry, ExecRequest, FileStat, FsScope, OsFamily, Process,
+    SearchFile, SearchRequest, WalkOptions,
 };
 use container::Mount;
 use helper::HelperFile;
@@ -90,13 +90,13 @@ struct State {
     helper: Option<HelperFile>,
 }
 
-/// Builds the backend of `[backend] kind = "docker"` from its
-/// `[backend.docker]` table. Nothing talks to the engine until the first call.
-pub fn make(setup: &BackendSetup<'_>) -> anyhow::Result<Arc<dyn Backend>> {
+/// Reads the options of `[backend] kind = "docker"`: its
+/// `[backend.docker]` table, refusing any other key of `[backend]`.
+pub fn read_options(options: &toml::Table) -> anyhow::Result<Box<dyn BackendOptions>> {
     let mut table = None;
-    for (key, value) in setup.options {
+    for (key, value) in options {
         match (key.as_str(), value) {
-            ("docker", toml::Value::Table(t)) => table = Some(t.clone()),
+            ("docker", toml::Value::Table(t)) => table = Some(t),
             ("docker", other) => {
                 anyhow::bail!(
                     "[backend] docker must be a table ([backend.docker] image = \"…\"), not {}",
@@ -115,8 +115,26 @@ pub fn make(setup: &BackendSetup<'_>) -> anyhow::Result<Arc<dyn Backend>> {
             "[backend] kind = \"docker\" needs a [backend.docker] table with at least image = \"…\" (or --docker-image)"
         );
     };
-    let settings = DockerSettings::from_table(&table)?;
-    Ok(Arc::new(DockerBackend::new(settings, setup.cwd, setup.working_dirs, setup.protected.clone())?))
+    Ok(Box::new(DockerSettings::from_table(table)?))
+}
+
+impl BackendOptions for DockerSettings {
+    /// The Docker backend; nothing talks to the engine until the first call.
+    fn make(&self, setup: &BackendSetup<'_>) -> anyhow::Result<Arc<dyn Backend>> {
+        Ok(Arc::new(DockerBackend::new(self.clone(), setup.cwd, setup.working_dirs, setup.protected.clone())?))
+    }
+
+    /// Contained on the network `none` (the container's own limits hold
+    /// every process).
+    fn contains_processes(&self) -> Result<(), String> {
+        if self.network == "none" {
+            return Ok(());
+        }
+        Err(format!(
+            "the Docker backend runs tool processes on the network \"{}\"; set [backend.docker] network = \"none\"",
+            self.network
+        ))
+    }
 }
 
 impl DockerBackend {

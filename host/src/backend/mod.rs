@@ -17,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use denied::DeniedBackend;
-pub use factory::{BackendFactories, BackendSetup, MakeBackend};
+pub use factory::{BackendFactories, BackendOptions, BackendSetup, LocalOptions, ReadOptions};
 pub use scope::FsScope;
 
 /// The kind of a filesystem entry (mirrors WIT `entry-kind`).

@@ -63,9 +63,25 @@ impl Backend for Elsewhere {
     }
 }
 
-fn make_elsewhere(setup: &BackendSetup<'_>) -> Result<Arc<dyn Backend>> {
-    assert_eq!(setup.options.get("region").and_then(|v| v.as_str()), Some("north"), "the kind's own options");
-    Ok(Arc::new(Elsewhere))
+/// The options of the `elsewhere` kind, typed: its region.
+#[derive(Debug)]
+struct ElsewhereOptions {
+    region: String,
+}
+
+impl BackendOptions for ElsewhereOptions {
+    fn make(&self, _: &BackendSetup<'_>) -> Result<Arc<dyn Backend>> {
+        assert_eq!(self.region, "north", "the kind's own options");
+        Ok(Arc::new(Elsewhere))
+    }
+    fn contains_processes(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+fn read_elsewhere(options: &toml::Table) -> Result<Box<dyn BackendOptions>> {
+    let region = options.get("region").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    Ok(Box::new(ElsewhereOptions { region }))
 }
 
 /// Settings over a fresh working directory naming the backend `kind`
@@ -82,7 +98,7 @@ fn settings(dir: &Path, kind: &str, options: &str) -> Settings {
 async fn the_settings_pick_the_backend_and_the_context_takes_its_home_and_cwd() {
     let dir = tempfile::tempdir().unwrap();
     let mut factories = BackendFactories::default();
-    factories.register("elsewhere", make_elsewhere).unwrap();
+    factories.register("elsewhere", read_elsewhere).unwrap();
     let host = Toolhost::builder()
         .settings(settings(dir.path(), "elsewhere", "region = \"north\"\n"), None)
         .backend_factories(factories)
@@ -113,7 +129,7 @@ async fn local_is_the_default_and_takes_no_option() {
 async fn an_unknown_kind_is_an_error_listing_the_known_kinds() {
     let dir = tempfile::tempdir().unwrap();
     let mut factories = BackendFactories::default();
-    factories.register("elsewhere", make_elsewhere).unwrap();
+    factories.register("elsewhere", read_elsewhere).unwrap();
     let err = Toolhost::builder()
         .settings(settings(dir.path(), "e2b", ""), None)
         .backend_factories(factories.clone())
@@ -124,6 +140,6 @@ async fn an_unknown_kind_is_an_error_listing_the_known_kinds() {
     let err = format!("{err:#}");
     assert!(err.contains("unknown backend kind `e2b`"), "{err}");
     assert!(err.contains("the known kinds are `docker`, `elsewhere`, `local`"), "{err}");
-    let again = factories.register("local", make_elsewhere).unwrap_err().to_string();
+    let again = factories.register("local", read_elsewhere).unwrap_err().to_string();
     assert!(again.contains("already registered"), "{again}");
 }

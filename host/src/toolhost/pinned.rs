@@ -16,7 +16,9 @@
 //! at start and on every reload; the refusal names the file, where it
 //! leads and `toolhost lock`. "Where tools write" is every working
 //! directory, every root a `[grants.NAME]` table lets a tool write, and
-//! `[backend.local] allow_write` ([`crate::settings::Settings::tool_writable_roots`]).
+//! where the backend lets every process write, `[backend.local]
+//! allow_write` ([`crate::settings::Settings::tool_writable_roots`] over
+//! [`crate::backend::BackendOptions::writable_paths`]).
 //! The bytes checked are the bytes compiled: they are read once
 //! ([`Toolhost::read_component`], bounded, regular files only).
 
