@@ -7,8 +7,9 @@ use anyhow::{Context as _, Result, bail};
 use toolhost::coordination::ReplicaRegistry;
 use toolhost::presence::{Presence, PresenceOptions};
 use toolhost::settings::StoreKind;
+use toolhost::state::SessionStates;
 use toolhost::state::{MemoryStore, StateStore};
-use toolhost_mcp::{HttpOptions, McpFront, SessionStates};
+use toolhost_mcp::{HttpOptions, McpFront};
 
 use super::args::{Global, ServeArgs};
 use super::{call, exit};

@@ -21,9 +21,10 @@ use crate::call::{Asker, Driven, drive};
 use crate::changes::forward;
 use crate::keyring::Keyring;
 use crate::logs::{Logs, Threshold};
-use crate::session::{SessionGuard, SessionStates};
+use crate::session::SessionGuard;
 use crate::tools::{error_result, mcp_tool};
 use toolhost::coordination::{MemoryNonces, NonceStore};
+use toolhost::state::SessionStates;
 
 /// Serves one [`Toolhost`] to MCP clients. Cheap to clone; each clone made
 /// by [`McpFront::for_new_session`] has its own agent state.

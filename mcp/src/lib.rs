@@ -21,7 +21,7 @@ pub mod http;
 mod keyring;
 mod logs;
 mod metrics;
-pub mod session;
+mod session;
 mod shared_sessions;
 mod tools;
 mod trace_context;
@@ -30,7 +30,6 @@ pub use handler::McpFront;
 pub use http::{HttpOptions, serve_http};
 pub use keyring::Keyring;
 pub use metrics::serve_metrics;
-pub use session::SessionStates;
 
 use anyhow::{Context as _, Result};
 use rmcp::ServiceExt as _;

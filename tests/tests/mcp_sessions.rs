@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost::state::MemoryStore;
+use toolhost::state::SessionStates;
 use toolhost_e2e::mcp::{HttpServer, Transport, client, serve_args};
 use toolhost_e2e::{Scratch, mcp_python};
-use toolhost_mcp::{HttpOptions, McpFront, SessionStates};
+use toolhost_mcp::{HttpOptions, McpFront};
 
 fn create(subject: &str) -> Value {
     json!(["TaskCreate", {"subject": subject, "description": "d"}])

@@ -19,6 +19,7 @@
 mod data;
 mod file;
 mod memory;
+mod sessions;
 mod store;
 
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 pub use data::{CachedFile, ReadForm, StateData};
 pub use file::FileStore;
 pub use memory::MemoryStore;
+pub use sessions::SessionStates;
 pub use store::{StateError, StateKey, StateStore, file_digest};
 
 use crate::response::json_len;

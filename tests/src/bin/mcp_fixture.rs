@@ -29,7 +29,8 @@ use toolhost::function::FunctionTool;
 use toolhost::response::{Chunk, ContentBlock, ResultState};
 use toolhost::settings::Settings;
 use toolhost::state::MemoryStore;
-use toolhost_mcp::{HttpOptions, McpFront, SessionStates};
+use toolhost::state::SessionStates;
+use toolhost_mcp::{HttpOptions, McpFront};
 
 #[path = "mcp_fixture/hostile.rs"]
 mod hostile;
