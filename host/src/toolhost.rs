@@ -629,13 +629,13 @@ impl Toolhost {
     /// Loads a plugin from a `.wasm` file, compiling it now if its compiled
     /// code is not cached (see [`Toolhost::start_loading_file`] for a load
     /// that does not wait for the compile).
-    pub async fn load_file(&self, path: &Path) -> Result<ToolInfo> {
+    pub async fn load_file(&self, path: &Path) -> Result<ToolInfo, LoadError> {
         let own = self.read_component(path, "plugin")?;
         let label = path.display().to_string();
         self.check_component(path, &own, &label)?;
         let bytes = own.bytes;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        Ok(self.insert(&bytes, Origin::File(abs), &label).await?)
+        self.insert(&bytes, Origin::File(abs), &label).await
     }
 
     /// Starts loading a plugin from a `.wasm` file: reads it and checks its
@@ -644,7 +644,7 @@ impl Toolhost {
     /// tool); otherwise queues it to compile and load in the background
     /// (`None`; see [`Toolhost::pending_loads`]). Outside a tokio runtime it
     /// loads now.
-    pub async fn start_loading_file(&self, path: &Path) -> Result<Option<ToolInfo>> {
+    pub async fn start_loading_file(&self, path: &Path) -> Result<Option<ToolInfo>, LoadError> {
         let own = self.read_component(path, "plugin")?;
         let label = path.display().to_string();
         self.check_component(path, &own, &label)?;
@@ -679,9 +679,9 @@ impl Toolhost {
     }
 
     /// Loads every `.wasm` file in a directory (sorted by name).
-    pub async fn load_dir(&self, dir: &Path) -> Result<Vec<ToolInfo>> {
+    pub async fn load_dir(&self, dir: &Path) -> Result<Vec<ToolInfo>, LoadError> {
         let files =
-            crate::settings::wasm_files(dir).with_context(|| format!("reading plugin directory {}", dir.display()))?;
+            crate::settings::wasm_files(dir).map_err(|error| LoadError::Dir { dir: dir.to_path_buf(), error })?;
         let mut loaded = Vec::new();
         for file in files {
             loaded.push(self.load_file(&file).await?);

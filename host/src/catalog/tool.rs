@@ -84,6 +84,62 @@ impl From<&ToolInfo> for ToolMetadata {
 /// Why a component was not loaded. Each message says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The component file could not be read: missing, not a regular file,
+    /// or larger than `[limits] max_component_bytes` (checked before a
+    /// byte is read).
+    #[error("reading {what} {}: {error}", path.display())]
+    Read {
+        /// `plugin` or `middleware`.
+        what: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why it could not be read.
+        error: std::io::Error,
+    },
+    /// A plugin directory could not be read.
+    #[error("reading plugin directory {}: {error}", dir.display())]
+    Dir {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// Why it could not be read.
+        error: std::io::Error,
+    },
+    /// The host is locked and the component's bytes are not pinned in the
+    /// lock file.
+    #[error(
+        "{label} is refused: its SHA-256 {sha256} is not in the lock file {} and this host is locked (locked = true or --locked); if you trust it, pin it with `toolhost lock`",
+        lock_file.display()
+    )]
+    NotPinned {
+        /// The component.
+        label: String,
+        /// The SHA-256 of its bytes.
+        sha256: String,
+        /// The lock file looked in.
+        lock_file: std::path::PathBuf,
+    },
+    /// The component file lies where tools write (or is reached through
+    /// such a place, or has a hard link there), so a tool could replace
+    /// it, and its bytes are not pinned in the lock file.
+    #[error(
+        "{label} is refused: {reason}, so a tool (or a command it runs) could put other code there, which would run with this component's grants; such a file loads only when its bytes are pinned in the lock file {} and these (SHA-256 {sha256}) are not. If they are the bytes you built and mean to run, pin them with `toolhost lock` (with the same settings; a watching host re-reads the lock and loads them), or keep the component outside the working directories",
+        lock_file.display()
+    )]
+    UnpinnedWhereToolsWrite {
+        /// The component.
+        label: String,
+        /// Where it lies, and why that lets a tool replace it.
+        reason: String,
+        /// The SHA-256 of its bytes.
+        sha256: String,
+        /// The lock file looked in.
+        lock_file: std::path::PathBuf,
+    },
+    /// `[trust] require_signature` holds and the component's signature is
+    /// missing, by no trusted key, or cannot be checked (the message says
+    /// which and what to do).
+    #[error("{0}")]
+    Signature(String),
     /// Not a WebAssembly binary at all.
     #[error(
         "{0} is not a WebAssembly file (no `\\0asm` header); pass a .wasm component built with `cargo build --target wasm32-wasip2`"

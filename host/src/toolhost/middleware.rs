@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result};
 
 use super::Toolhost;
 use crate::capability::{Declared, Grants, Phase, PhaseGrants};
-use crate::catalog::tool::Origin;
+use crate::catalog::tool::{LoadError, Origin};
 use crate::execution::middleware::loader::check_name;
 use crate::execution::middleware::registry::Layer;
 use crate::execution::middleware::{MiddlewareInfo, NativeMiddleware, load_middleware_component};
@@ -18,7 +18,7 @@ use crate::settings::EVERY_TOOL;
 impl Toolhost {
     /// Loads a middleware component from a `.wasm` file. It runs for the
     /// tools it is then attached to ([`Toolhost::attach`]).
-    pub async fn load_middleware(&self, path: &Path) -> Result<MiddlewareInfo> {
+    pub async fn load_middleware(&self, path: &Path) -> Result<MiddlewareInfo, LoadError> {
         let own = self.read_component(path, "middleware")?;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let label = path.display().to_string();
@@ -28,11 +28,7 @@ impl Toolhost {
         let info = loaded.info.clone();
         let name = info.name.clone();
         let registry = self.middleware_registry();
-        Ok(self.insert_middleware(
-            || registry.insert(Layer::Component(Arc::new(loaded)), info, &label),
-            &name,
-            &label,
-        )?)
+        self.insert_middleware(|| registry.insert(Layer::Component(Arc::new(loaded)), info, &label), &name, &label)
     }
 
     /// Registers a native Rust middleware under its [`NativeMiddleware::name`].

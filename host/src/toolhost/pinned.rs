@@ -26,9 +26,10 @@ use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 
 use super::Toolhost;
+use crate::catalog::tool::LoadError;
 use crate::lockfile::{LockFile, sha256_hex};
 use crate::oci::resolve::judge;
 use crate::oci::signature;
@@ -73,15 +74,18 @@ impl Toolhost {
     /// max_component_bytes`, checked on the opened file before a byte is
     /// read (a FIFO, a device or a huge sparse file is refused, not waited
     /// on or read into memory).
-    pub(crate) fn read_component(&self, path: &Path, what: &str) -> Result<OwnFile> {
-        crate::own_file::read(path, self.settings().limits.component_bound())
-            .with_context(|| format!("reading {what} {}", path.display()))
+    pub(crate) fn read_component(&self, path: &Path, what: &'static str) -> Result<OwnFile, LoadError> {
+        crate::own_file::read(path, self.settings().limits.component_bound()).map_err(|error| LoadError::Read {
+            what,
+            path: path.to_path_buf(),
+            error,
+        })
     }
 
     /// Refuses the bytes read from `file` unless their SHA-256 is pinned,
     /// when this host is locked or the file lies where tools write (see
     /// the module docs). `own` is what [`Toolhost::read_component`] read.
-    pub(crate) fn check_component(&self, file: &Path, own: &OwnFile, label: &str) -> Result<()> {
+    pub(crate) fn check_component(&self, file: &Path, own: &OwnFile, label: &str) -> Result<(), LoadError> {
         self.check_signature(file, &own.bytes, label)?;
         if self.settings().locked {
             return self.check_pinned(&own.bytes, label);
@@ -91,32 +95,31 @@ impl Toolhost {
         if self.lock_file().is_some_and(|lock| lock.by_hash(&sha256).is_some()) {
             return Ok(());
         }
-        bail!(
-            "{label} is refused: {reason}, so a tool (or a command it runs) could put other code there, which would \
-             run with this component's grants; such a file loads only when its bytes are pinned in the lock file {} \
-             and these (SHA-256 {sha256}) are not. If they are the bytes you built and mean to run, pin them with \
-             `toolhost lock` (with the same settings; a watching host re-reads the lock and loads them), or keep the \
-             component outside the working directories",
-            self.inner.lock_path.display()
-        )
+        Err(LoadError::UnpinnedWhereToolsWrite {
+            label: label.to_string(),
+            reason,
+            sha256,
+            lock_file: self.inner.lock_path.clone(),
+        })
     }
 
     /// With `[trust] require_signature`, refuses the bytes read from `file`
     /// unless its detached signature beside it (`FILE.sig`, cosign
     /// `sign-blob` format) is valid by a key of `[trust] keys`. A component
     /// of the content store was verified when it was pulled.
-    pub(crate) fn check_signature(&self, file: &Path, bytes: &[u8], label: &str) -> Result<()> {
+    pub(crate) fn check_signature(&self, file: &Path, bytes: &[u8], label: &str) -> Result<(), LoadError> {
         let trust = &self.settings().trust;
         if !trust.require_signature || file.starts_with(Store::new(&self.settings().cache_dir()).root()) {
             return Ok(());
         }
-        let keys = signature::trusted_keys(&trust.keys)?;
-        let verdict = signature::verify_file(&keys, file, bytes)?;
-        judge(&verdict, true, label).map(drop)
+        let judged = signature::trusted_keys(&trust.keys)
+            .and_then(|keys| signature::verify_file(&keys, file, bytes))
+            .and_then(|verdict| judge(&verdict, true, label));
+        judged.map(drop).map_err(|e| LoadError::Signature(format!("{e:#}")))
     }
 
     /// With `locked`, refuses `bytes` unless their SHA-256 is pinned.
-    pub(crate) fn check_pinned(&self, bytes: &[u8], label: &str) -> Result<()> {
+    pub(crate) fn check_pinned(&self, bytes: &[u8], label: &str) -> Result<(), LoadError> {
         if !self.settings().locked {
             return Ok(());
         }
@@ -124,10 +127,7 @@ impl Toolhost {
         if self.lock_file().is_some_and(|lock| lock.by_hash(&sha256).is_some()) {
             return Ok(());
         }
-        bail!(
-            "{label} is refused: its SHA-256 {sha256} is not in the lock file {} and this host is locked (locked = true or --locked); if you trust it, pin it with `toolhost lock`",
-            self.inner.lock_path.display()
-        )
+        Err(LoadError::NotPinned { label: label.to_string(), sha256, lock_file: self.inner.lock_path.clone() })
     }
 }
 

@@ -165,7 +165,6 @@ async fn a_plugin_named_like_a_builtin_is_refused_without_loading_the_builtin() 
     let file = plugins.path().join("bash.wasm");
     std::fs::write(&file, bash.bytes).expect("writing the plugin");
     let err = host.load_file(&file).await.expect_err("the name is taken");
-    let err = err.downcast::<LoadError>().expect("a LoadError");
     assert!(matches!(&err, LoadError::NameTaken { name, .. } if name == "Bash"), "{err}");
     assert!(err.to_string().contains("already loaded from the built-in tools"), "{err}");
 
@@ -429,4 +428,24 @@ async fn a_shared_state_store_without_a_rule_store_is_refused() {
     let err = Toolhost::builder().settings(settings, None).build().await.err().expect("refused");
     let err = format!("{err:#}");
     assert!(err.contains("[state] store = \"redis\"") && err.contains("ToolhostBuilder::rule_store"), "{err}");
+}
+
+/// Why a load failed is a type an embedder can match on, not only text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_failure_says_why_in_a_type_an_embedder_can_match() {
+    let (host, dir) = host(false).await;
+    let missing = dir.path().join("missing.wasm");
+    let err = host.load_file(&missing).await.expect_err("no such file");
+    assert!(matches!(&err, LoadError::Read { what: "plugin", path, .. } if *path == missing), "{err}");
+    let err = host.load_dir(&dir.path().join("no-such-folder")).await.expect_err("no such folder");
+    assert!(matches!(err, LoadError::Dir { .. }), "{err}");
+    // A component file where tools write loads only when pinned.
+    let file = dir.path().join("bash.wasm");
+    std::fs::write(&file, builtin::named("Bash").expect("a built-in").bytes).expect("writing the plugin");
+    let err = host.load_file(&file).await.expect_err("not pinned");
+    assert!(matches!(&err, LoadError::UnpinnedWhereToolsWrite { sha256, .. } if sha256.len() == 64), "{err}");
+    assert!(err.to_string().contains("toolhost lock"), "{err}");
+    let err = host.load_middleware(&file).await.expect_err("not pinned");
+    assert!(matches!(err, LoadError::UnpinnedWhereToolsWrite { .. }), "{err}");
+    assert!(host.names().is_empty(), "nothing loaded");
 }
