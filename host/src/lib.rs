@@ -78,7 +78,7 @@ pub use execution::callable::CallableTool;
 pub use execution::middleware::NativeMiddleware;
 pub use tool::LookupError;
 pub use toolhost::{
-    BACKGROUND_LOAD_BYTES, CallRequest, ExternalResult, ListToolsError, RUNNING_CALLS, Replacement, Toolhost,
-    ToolhostBuilder, UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart, tool_error_text,
+    BACKGROUND_LOAD_BYTES, BuildError, CallRequest, ExternalResult, ListToolsError, RUNNING_CALLS, Replacement,
+    Toolhost, ToolhostBuilder, UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart, tool_error_text,
 };
 pub use types::ToolError;

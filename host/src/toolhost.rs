@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 
 use crate::backend::{Backend, BackendFactories, BackendSetup};
 use crate::capability::{Grants, Phase, PhaseGrants, Policy};
@@ -57,6 +57,7 @@ mod audit;
 #[cfg(test)]
 mod backend_tests;
 pub mod batch;
+mod build_error;
 mod call;
 mod function;
 pub(crate) mod loading;
@@ -71,6 +72,7 @@ mod toolkit;
 mod upstream;
 pub(crate) mod watch;
 
+pub use build_error::BuildError;
 pub use call::tool_error_text;
 pub use replace::Replacement;
 pub use toolkit::ListToolsError;
@@ -314,20 +316,26 @@ impl ToolhostBuilder {
     /// JavaScript plugin on an empty cache holds up nothing else.
     /// A check that fails is an error here; a background load that fails
     /// is reported by [`Toolhost::ready`] and [`Toolhost::failed_loads`].
-    pub async fn build(self) -> Result<Toolhost> {
+    pub async fn build(self) -> Result<Toolhost, BuildError> {
         let mut settings = self.settings;
-        let working_dirs = settings.working_dirs()?;
+        let working_dirs = settings.working_dirs().map_err(BuildError::from_chain(BuildError::Settings))?;
         for dir in &working_dirs {
             if !dir.is_dir() {
-                bail!("working directory {} does not exist or is not a directory", dir.display());
+                return Err(BuildError::Settings(format!(
+                    "working directory {} does not exist or is not a directory",
+                    dir.display()
+                )));
             }
         }
-        let rules = settings.permissions.rule_set().context("reading [permissions] rules")?;
+        let rules = settings
+            .permissions
+            .rule_set()
+            .map_err(|e| BuildError::Settings(format!("reading [permissions] rules: {e:#}")))?;
         for (name, policy) in &settings.grants {
-            policy.validate(name).map_err(anyhow::Error::msg)?;
+            policy.validate(name).map_err(BuildError::Settings)?;
         }
         for (name, server) in &settings.mcp_servers {
-            server.validate(name).map_err(anyhow::Error::msg)?;
+            server.validate(name).map_err(BuildError::Settings)?;
         }
         let runtime = Runtime::new(&RuntimeOptions {
             cache_dir: Some(settings.cache_dir()),
@@ -336,39 +344,46 @@ impl ToolhostBuilder {
             observer: self.observer,
             always_optimise: self.always_optimise,
             ..Default::default()
-        })?;
+        })
+        .map_err(BuildError::from_chain(BuildError::Runtime))?;
         let protected = Arc::new(settings.protected_paths(self.settings_path.as_deref()));
         let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/".into()));
         // A backend given by the embedder has no options of the settings.
         let (backend, backend_paths) = match self.backend {
             Some(b) => (b, Vec::new()),
             None => {
-                let options = self.factories.options(&settings.backend)?;
+                let backend_error = BuildError::from_chain(BuildError::Backend);
+                let options = self.factories.options(&settings.backend).map_err(backend_error)?;
                 let setup =
                     BackendSetup { cwd: &working_dirs[0], working_dirs: &working_dirs, protected: protected.clone() };
-                (options.make(&setup)?, options.writable_paths(&home))
+                let backend = options.make(&setup).map_err(BuildError::from_chain(BuildError::Backend))?;
+                (backend, options.writable_paths(&home))
             }
         };
         let writable_roots = settings.tool_writable_roots(&backend_paths);
         let lock_path = settings.lock_path(self.settings_path.as_deref());
-        let lock = pinned::read_lock(&lock_path, settings.locked)?;
+        let lock = pinned::read_lock(&lock_path, settings.locked).map_err(BuildError::from_chain(BuildError::Lock))?;
         // `oci://` plugins: pulled (or found in the content store) and
         // verified before anything of them is compiled; each entry becomes
         // its stored component file.
         let oci_entries = crate::oci::resolve::references(&settings);
-        crate::oci::resolve_plugins(&mut settings, lock.as_deref()).await?;
-        let groups = Arc::new(ToolGroups::from_settings(&settings.groups).map_err(anyhow::Error::msg)?);
+        crate::oci::resolve_plugins(&mut settings, lock.as_deref())
+            .await
+            .map_err(BuildError::from_chain(BuildError::Registry))?;
+        let groups = Arc::new(ToolGroups::from_settings(&settings.groups).map_err(BuildError::Settings)?);
         // Malformed skill folders are skipped, not fatal: front ends show
         // `skill_problems`.
         let skills = Arc::new(Skills::scan(&settings.skills.dirs));
         let context_dirs = context_dirs(&working_dirs);
         if let Some(id) = &self.replica {
-            toolhost_core::replica::validate(id).map_err(anyhow::Error::msg)?;
+            toolhost_core::replica::validate(id).map_err(BuildError::Settings)?;
         }
         let audit = match settings.audit.path {
             Some(_) => {
-                let audit = audit_settings(&settings, &working_dirs, self.replica.as_deref())?;
-                let log = crate::audit::AuditLog::open(&audit, self.hold_audit_log).context("opening the audit log")?;
+                let audit = audit_settings(&settings, &working_dirs, self.replica.as_deref())
+                    .map_err(BuildError::from_chain(BuildError::Settings))?;
+                let log = crate::audit::AuditLog::open(&audit, self.hold_audit_log)
+                    .map_err(|e| BuildError::Audit(format!("opening the audit log: {e:#}")))?;
                 Some(Arc::new(log))
             }
             None => None,
@@ -379,13 +394,15 @@ impl ToolhostBuilder {
                 Some(shared_rules::SharedRules::new(store, replica))
             }
             None if settings.state.store == crate::settings::StoreKind::Local => None,
-            None => bail!(
+            None => return Err(BuildError::Settings(
                 "[state] store = \"redis\" keeps remembered rules in a shared store, and this host was given none: \
                  connect one (toolhost_redis::RedisStore::connect) and pass it to ToolhostBuilder::rule_store, or \
                  set [state] store = \"local\""
-            ),
+                    .into(),
+            )),
         };
-        let telemetry = crate::telemetry::Telemetry::start(&settings.telemetry, self.metrics)?;
+        let telemetry = crate::telemetry::Telemetry::start(&settings.telemetry, self.metrics)
+            .map_err(BuildError::from_chain(BuildError::Telemetry))?;
         let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
         let middleware_configs = settings
             .middleware
@@ -437,8 +454,8 @@ impl ToolhostBuilder {
             host.start_loading_file(&plugin).await?;
         }
         for dir in host.inner.settings.plugin_dirs.clone() {
-            let files = crate::settings::wasm_files(&dir)
-                .with_context(|| format!("reading plugin directory {}", dir.display()))?;
+            let files =
+                crate::settings::wasm_files(&dir).map_err(|error| LoadError::Dir { dir: dir.clone(), error })?;
             for file in files {
                 host.start_loading_file(&file).await?;
             }

@@ -46,7 +46,7 @@ fn settings(scratch: &Scratch, cache: &Path, plugins: &[PathBuf]) -> Settings {
     s
 }
 
-async fn build(settings: Settings, observer: CompileObserver) -> anyhow::Result<Toolhost> {
+async fn build(settings: Settings, observer: CompileObserver) -> Result<Toolhost, toolhost::BuildError> {
     Toolhost::builder().settings(settings, None).compile_observer(observer).build().await
 }
 

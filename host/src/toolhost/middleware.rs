@@ -5,7 +5,7 @@ use crate::sync::{MutexExt, RwLockExt};
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
 use super::Toolhost;
 use crate::capability::{Declared, Grants, Phase, PhaseGrants};
@@ -111,13 +111,14 @@ impl Toolhost {
     }
 
     /// Loads `[middleware].files` and applies `[middleware.attach]`.
-    pub(crate) async fn load_configured_middleware(&self) -> Result<()> {
+    pub(crate) async fn load_configured_middleware(&self) -> Result<(), super::BuildError> {
         let config = self.settings().middleware.clone();
         for file in &config.files {
             self.load_middleware(file).await?;
         }
         for (tool, names) in &config.attach {
-            self.attach(tool, names).with_context(|| format!("[middleware.attach] {tool}"))?;
+            self.attach(tool, names)
+                .map_err(|e| super::BuildError::Settings(format!("[middleware.attach] {tool}: {e:#}")))?;
         }
         Ok(())
     }

@@ -426,8 +426,39 @@ async fn a_shared_state_store_without_a_rule_store_is_refused() {
     settings.permissions.working_dirs = vec![dir.path().display().to_string()];
     settings.state.store = crate::settings::StoreKind::Redis;
     let err = Toolhost::builder().settings(settings, None).build().await.err().expect("refused");
-    let err = format!("{err:#}");
+    assert!(matches!(err, crate::BuildError::Settings(_)), "{err:?}");
+    let err = err.to_string();
     assert!(err.contains("[state] store = \"redis\"") && err.contains("ToolhostBuilder::rule_store"), "{err}");
+}
+
+/// Why a host was not built is a type: a bad setting, the backend, a
+/// plugin that did not load (with its own [`LoadError`]).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_build_failure_says_which_part_failed_in_a_type() {
+    use crate::BuildError;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let base = || {
+        let mut settings = Settings::default();
+        settings.permissions.working_dirs = vec![dir.path().display().to_string()];
+        settings.builtins = false;
+        settings
+    };
+    let build = |settings| async { Toolhost::builder().settings(settings, None).build().await.err().expect("refused") };
+
+    let mut settings = base();
+    settings.permissions.allow.push("Bash(".into());
+    assert!(matches!(build(settings).await, BuildError::Settings(e) if e.contains("[permissions]")));
+    let mut settings = base();
+    settings.backend.kind = "e2b".into();
+    assert!(matches!(build(settings).await, BuildError::Backend(e) if e.contains("unknown backend kind")));
+    let mut settings = base();
+    let missing = dir.path().join("missing.wasm");
+    settings.plugins.push(missing.clone());
+    let err = build(settings).await;
+    assert!(matches!(&err, BuildError::Load(LoadError::Read { path, .. }) if *path == missing), "{err}");
+    let mut settings = base();
+    settings.middleware.attach.insert("Echo".into(), vec!["nowhere".into()]);
+    assert!(matches!(build(settings).await, BuildError::Settings(e) if e.contains("[middleware.attach] Echo")));
 }
 
 /// Why a load failed is a type an embedder can match on, not only text.
