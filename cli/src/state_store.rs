@@ -44,7 +44,8 @@ async fn connect(settings: &Settings, patient: bool) -> Result<Option<Arc<RedisS
         return Ok(None);
     }
     if !settings.state.allow_unconfined
-        && let Err(why) = toolhost::backend::BackendFactories::default().contains_processes(&settings.backend)
+        && let Err(why) = toolhost::backend::BackendFactories::default()
+            .contains_processes(&settings.backend.kind, &settings.backend.options)
     {
         bail!(
             "[state] store = \"redis\" is refused while tool processes are not contained: {why}. An unconfined \

@@ -353,7 +353,8 @@ impl ToolhostBuilder {
             Some(b) => (b, Vec::new()),
             None => {
                 let backend_error = BuildError::from_chain(BuildError::Backend);
-                let options = self.factories.options(&settings.backend).map_err(backend_error)?;
+                let options =
+                    self.factories.options(&settings.backend.kind, &settings.backend.options).map_err(backend_error)?;
                 let setup =
                     BackendSetup { cwd: &working_dirs[0], working_dirs: &working_dirs, protected: protected.clone() };
                 let backend = options.make(&setup).map_err(BuildError::from_chain(BuildError::Backend))?;

@@ -20,7 +20,6 @@ use super::Backend;
 use super::local::LocalBackend;
 use super::local::sandbox::{Sandbox, SandboxMode, SandboxSettings};
 use crate::protected::ProtectedPaths;
-use crate::settings::BackendSettings;
 
 /// What a kind's options get to build the backend of one host.
 pub struct BackendSetup<'a> {
@@ -99,12 +98,12 @@ impl BackendFactories {
         self.kinds.keys().copied()
     }
 
-    /// The options of the kind `[backend]` names, read by its factory; an
-    /// unknown kind is an error that lists the known ones.
-    pub fn options(&self, backend: &BackendSettings) -> Result<Box<dyn BackendOptions>> {
-        let kind = backend.kind.as_str();
+    /// The options of `kind` (`[backend] kind`), read by its factory from
+    /// `options` (the other keys of `[backend]`); an unknown kind is an
+    /// error that lists the known ones.
+    pub fn options(&self, kind: &str, options: &toml::Table) -> Result<Box<dyn BackendOptions>> {
         match self.kinds.get(kind) {
-            Some(read) => read(&backend.options),
+            Some(read) => read(options),
             None => {
                 let known: Vec<String> = self.kinds().map(|k| format!("`{k}`")).collect();
                 bail!(
@@ -116,11 +115,11 @@ impl BackendFactories {
         }
     }
 
-    /// Whether the processes of the backend `[backend]` describes are
+    /// Whether the processes of the backend `kind` with `options` are
     /// contained ([`BackendOptions::contains_processes`]); options that do
     /// not read are not.
-    pub fn contains_processes(&self, backend: &BackendSettings) -> Result<(), String> {
-        self.options(backend).map_err(|e| format!("{e:#}"))?.contains_processes()
+    pub fn contains_processes(&self, kind: &str, options: &toml::Table) -> Result<(), String> {
+        self.options(kind, options).map_err(|e| format!("{e:#}"))?.contains_processes()
     }
 }
 
@@ -218,10 +217,6 @@ mod tests {
         LocalOptions::read(&options)?.make(&setup)
     }
 
-    fn backend(kind: &str, options: &str) -> BackendSettings {
-        BackendSettings { kind: kind.into(), options: toml::from_str(options).unwrap() }
-    }
-
     #[test]
     fn the_local_backend_takes_only_its_sandbox_table() {
         assert!(make("").is_ok());
@@ -241,7 +236,7 @@ mod tests {
     #[test]
     fn processes_are_contained_by_the_sandbox_without_network_or_by_a_container_without_network() {
         let factories = BackendFactories::default();
-        let contained = |kind, options| factories.contains_processes(&backend(kind, options));
+        let contained = |kind, options: &str| factories.contains_processes(kind, &toml::from_str(options).unwrap());
         assert!(contained("local", "[local]\nsandbox = \"on\"\n").is_ok());
         let err = contained("local", "").unwrap_err();
         assert!(err.contains("sandbox = \"off\"") && err.contains("set sandbox = \"on\""), "{err}");

@@ -426,7 +426,7 @@ async fn a_shared_state_store_without_a_rule_store_is_refused() {
     settings.permissions.working_dirs = vec![dir.path().display().to_string()];
     settings.state.store = crate::settings::StoreKind::Redis;
     let err = Toolhost::builder().settings(settings, None).build().await.err().expect("refused");
-    assert!(matches!(err, crate::BuildError::Settings(_)), "{err:?}");
+    assert!(matches!(err, crate::toolhost::BuildError::Settings(_)), "{err:?}");
     let err = err.to_string();
     assert!(err.contains("[state] store = \"redis\"") && err.contains("ToolhostBuilder::rule_store"), "{err}");
 }
@@ -435,7 +435,7 @@ async fn a_shared_state_store_without_a_rule_store_is_refused() {
 /// plugin that did not load (with its own [`LoadError`]).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_build_failure_says_which_part_failed_in_a_type() {
-    use crate::BuildError;
+    use crate::toolhost::BuildError;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let base = || {
         let mut settings = Settings::default();
