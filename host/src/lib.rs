@@ -66,6 +66,27 @@ pub mod loading {
 pub mod presence {
     pub use crate::toolhost::presence::{HEARTBEAT_EVERY, HEARTBEAT_TTL, Presence, PresenceOptions, ReloadErrors};
 }
+/// What an embedder uses most, in one import: `use toolhost::prelude::*;`.
+///
+/// The host and its builder, a call and its events, the answers to a
+/// permission question, the settings and the overlay a front end lays over
+/// them, native tools and middleware, and the errors of building, loading
+/// and calling. Each item keeps its one path elsewhere in the crate.
+pub mod prelude {
+    pub use crate::catalog::function::FunctionTool;
+    pub use crate::catalog::tool::{LoadError, LookupError, ToolInfo};
+    pub use crate::events::{CallEvent, CallStream, ExternalCall, PermissionAnswer, PermissionRequest};
+    pub use crate::execution::middleware::NativeMiddleware;
+    pub use crate::permission::Mode;
+    pub use crate::response::{ContentBlock, ResultState, ToolResponse};
+    pub use crate::settings::{Overlay, Settings};
+    pub use crate::state::AgentState;
+    pub use crate::toolhost::{
+        AttachError, BuildError, CallRequest, ExternalResult, ReplaceError, Replacement, Toolhost, ToolhostBuilder,
+        UpstreamStart,
+    };
+    pub use crate::types::ToolError;
+}
 pub use catalog::builtin;
 pub use catalog::function;
 pub use execution::middleware;
@@ -78,7 +99,8 @@ pub use execution::callable::CallableTool;
 pub use execution::middleware::NativeMiddleware;
 pub use tool::LookupError;
 pub use toolhost::{
-    BACKGROUND_LOAD_BYTES, BuildError, CallRequest, ExternalResult, ListToolsError, RUNNING_CALLS, Replacement,
-    Toolhost, ToolhostBuilder, UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart, tool_error_text,
+    AttachError, BACKGROUND_LOAD_BYTES, BuildError, CallRequest, ExternalResult, ListToolsError, RUNNING_CALLS,
+    ReplaceError, Replacement, Toolhost, ToolhostBuilder, UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart,
+    tool_error_text,
 };
 pub use types::ToolError;

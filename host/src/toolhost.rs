@@ -57,8 +57,8 @@ mod audit;
 #[cfg(test)]
 mod backend_tests;
 pub mod batch;
-mod build_error;
 mod call;
+mod errors;
 mod function;
 pub(crate) mod loading;
 mod middleware;
@@ -72,8 +72,8 @@ mod toolkit;
 mod upstream;
 pub(crate) mod watch;
 
-pub use build_error::BuildError;
 pub use call::tool_error_text;
+pub use errors::{AttachError, BuildError, ReplaceError};
 pub use replace::Replacement;
 pub use toolkit::ListToolsError;
 pub use upstream::{UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart};

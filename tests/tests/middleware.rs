@@ -13,7 +13,7 @@ use toolhost::middleware::{MiddlewareOutput, NativeMiddleware, Next};
 use toolhost::response::{Chunk, ResultState};
 use toolhost::settings::Settings;
 use toolhost::tool::ToolInfo;
-use toolhost::{CallEvent, CallRequest, PermissionAnswer, ToolError, Toolhost};
+use toolhost::{AttachError, CallEvent, CallRequest, PermissionAnswer, ToolError, Toolhost};
 use toolhost_e2e::{Scratch, call, example, guest, text};
 
 /// Settings with no built-ins, the test tools loaded and the given
@@ -99,8 +99,11 @@ async fn native_middleware_runs_in_the_same_chain() {
     assert!(host.middleware().iter().any(|m| m.name == "native-mark"));
 
     // Attaching an unknown name is refused with the fix.
-    let err = host.attach("Echo", ["nope"]).unwrap_err().to_string();
+    let err = host.attach("Echo", ["mw-mark-a", "nope"]).unwrap_err();
+    assert!(matches!(&err, AttachError::NotLoaded { name, .. } if name == "nope"), "{err}");
+    let err = err.to_string();
     assert!(err.contains("no middleware of that name is loaded") && err.contains("--middleware"), "{err}");
+    assert_eq!(host.middleware_for("Echo"), ["mw-mark-a", "native-mark", "mw-mark-b"], "nothing more attached");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,7 @@ use toolhost::middleware::{MiddlewareOutput, NativeMiddleware, Next};
 use toolhost::response::{Chunk, ResultState, ToolResponse};
 use toolhost::settings::Settings;
 use toolhost::tool::ToolInfo;
-use toolhost::{PermissionAnswer, Replacement, ToolError, Toolhost};
+use toolhost::{PermissionAnswer, ReplaceError, Replacement, ToolError, Toolhost};
 use toolhost_e2e::{Scratch, call, guest};
 
 /// Settings with no built-ins and `Swap` v1 loaded; `Swap` may read the
@@ -147,10 +147,13 @@ async fn function_tools_are_replaced_and_unloaded() {
     // A replacement must keep the name, and the name must be registered;
     // a refused replacement changes nothing.
     let renamed = FunctionTool::new("Other", "x", json!({"type": "object"}), |_| async { Ok::<_, String>("x") });
-    let err = host.replace("Lookup", Replacement::Function(renamed)).await.unwrap_err().to_string();
+    let err = host.replace("Lookup", Replacement::Function(renamed)).await.unwrap_err();
+    assert!(matches!(&err, ReplaceError::Renamed { reported, .. } if reported == "Other"), "{err}");
+    let err = err.to_string();
     assert!(err.contains("reports the name 'Other'") && err.contains("keeps the name"), "{err}");
-    let err = host.replace("Missing", Replacement::Function(lookup("x"))).await.unwrap_err().to_string();
-    assert!(err.contains("doesn't exist"), "{err}");
+    let err = host.replace("Missing", Replacement::Function(lookup("x"))).await.unwrap_err();
+    assert!(matches!(err, ReplaceError::UnknownTool(_)), "{err}");
+    assert!(err.to_string().contains("doesn't exist"), "{err}");
     let err = host.replace("Swap", Replacement::Function(lookup("x"))).await.unwrap_err().to_string();
     assert!(err.contains("reports the name 'Lookup'"), "{err}");
     assert_eq!(call(&host, "Lookup", json!({}), PermissionAnswer::Deny).await.text(), "new");
@@ -225,6 +228,10 @@ async fn middleware_is_replaced_under_running_calls_and_unloaded() {
     // A replacement keeps the name.
     let err = host.replace_middleware("mw-mark-a", Replacement::File(guest("mw-mark-b"))).await.unwrap_err();
     assert!(err.to_string().contains("reports the name 'mw-mark-b'"), "{err}");
+    let err = host.replace_middleware("mw-mark-a", Replacement::Function(lookup("x"))).await.unwrap_err();
+    assert!(matches!(err, ReplaceError::WrongKind { other: "tool", method: "replace", .. }), "{err}");
+    let err = host.replace_middleware("absent", Replacement::File(guest("mw-mark-b"))).await.unwrap_err();
+    assert!(matches!(err, ReplaceError::UnknownMiddleware(_)), "{err}");
 
     // Unloaded while attached: calls fail closed, naming it, until detached.
     assert!(host.unload_middleware("mw-mark-a"));

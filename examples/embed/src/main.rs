@@ -6,9 +6,7 @@
 
 use anyhow::{Context as _, Result};
 use serde_json::json;
-use toolhost::response::ContentBlock;
-use toolhost::settings::Settings;
-use toolhost::{CallEvent, CallRequest, Toolhost};
+use toolhost::prelude::*;
 
 #[tokio::main]
 async fn main() -> Result<()> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::Toolhost;
+use super::{AttachError, Toolhost};
 use crate::capability::{Declared, Grants, Phase, PhaseGrants};
 use crate::catalog::tool::{LoadError, Origin};
 use crate::execution::middleware::loader::check_name;
@@ -32,19 +32,19 @@ impl Toolhost {
     }
 
     /// Registers a native Rust middleware under its [`NativeMiddleware::name`].
-    pub fn register_middleware(&self, middleware: Arc<dyn NativeMiddleware>) -> Result<MiddlewareInfo> {
+    pub fn register_middleware(&self, middleware: Arc<dyn NativeMiddleware>) -> Result<MiddlewareInfo, LoadError> {
         let label = format!("native middleware {}", middleware.name());
         check_name(middleware.name(), &label)?;
         let info = MiddlewareInfo::native(middleware.as_ref());
         let name = info.name.clone();
         let registry = self.middleware_registry();
-        Ok(self.insert_middleware(|| registry.insert(Layer::Native(middleware), info, &label), &name, &label)?)
+        self.insert_middleware(|| registry.insert(Layer::Native(middleware), info, &label), &name, &label)
     }
 
     /// Attaches middleware to `tool` (or to every tool with `"*"`), after
     /// any already attached: the first attached is outermost. Every name
     /// must be loaded.
-    pub fn attach<I, S>(&self, tool: &str, names: I) -> Result<()>
+    pub fn attach<I, S>(&self, tool: &str, names: I) -> Result<(), AttachError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -52,14 +52,12 @@ impl Toolhost {
         let names: Vec<String> = names.into_iter().map(|n| n.as_ref().to_string()).collect();
         {
             let layers = self.middleware_registry().layers.read_unpoisoned();
-            for name in &names {
-                if !layers.contains_key(name) {
-                    let loaded: Vec<&str> = layers.keys().map(String::as_str).collect();
-                    anyhow::bail!(
-                        "cannot attach middleware '{name}' to '{tool}': no middleware of that name is loaded (loaded: {}); load it first (--middleware FILE, [middleware].files or Toolhost::load_middleware)",
-                        if loaded.is_empty() { "none".to_string() } else { loaded.join(", ") }
-                    );
-                }
+            if let Some(name) = names.iter().find(|name| !layers.contains_key(*name)) {
+                return Err(AttachError::NotLoaded {
+                    name: name.clone(),
+                    tool: tool.to_string(),
+                    loaded: layers.keys().cloned().collect(),
+                });
             }
         }
         if tool != EVERY_TOOL && !self.is_registered(tool) {
@@ -118,7 +116,7 @@ impl Toolhost {
         }
         for (tool, names) in &config.attach {
             self.attach(tool, names)
-                .map_err(|e| super::BuildError::Settings(format!("[middleware.attach] {tool}: {e:#}")))?;
+                .map_err(|e| super::BuildError::Settings(format!("[middleware.attach] {tool}: {e}")))?;
         }
         Ok(())
     }

@@ -13,9 +13,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result, bail};
-
-use super::Toolhost;
+use super::{ReplaceError, Toolhost};
 use crate::catalog::function::FunctionTool;
 use crate::catalog::tool::{LookupError, Origin, ToolInfo};
 use crate::execution::component::load_component;
@@ -51,7 +49,7 @@ impl Toolhost {
     /// function tool) with `new`, atomically. `new` must report the same
     /// name. Fails, changing nothing, when `name` is not registered, when
     /// `new` cannot be loaded, or when it is a middleware.
-    pub async fn replace(&self, name: &str, new: Replacement) -> Result<ToolInfo> {
+    pub async fn replace(&self, name: &str, new: Replacement) -> Result<ToolInfo, ReplaceError> {
         if !self.is_registered(name) {
             return Err(LookupError::Unknown(name.to_string()).into());
         }
@@ -64,14 +62,13 @@ impl Toolhost {
             }
             Replacement::Function(f) => load_function(f)?,
             Replacement::Middleware(_) => {
-                bail!("cannot replace tool '{name}' with {label}: it is a middleware; use Toolhost::replace_middleware")
+                let (name, method) = (name.to_string(), "replace_middleware");
+                return Err(ReplaceError::WrongKind { kind: "tool", name, label, other: "middleware", method });
             }
         };
         if tool.info.name != name {
-            bail!(
-                "cannot replace tool '{name}' with {label}: it reports the name '{}'; a replacement keeps the name (to rename, unload '{name}' and load the new one)",
-                tool.info.name
-            );
+            let (name, reported) = (name.to_string(), tool.info.name);
+            return Err(ReplaceError::Renamed { kind: "tool", name, label, reported });
         }
         let info = tool.info.clone();
         self.inner.tools.replace(name, Arc::new(tool))?;
@@ -81,9 +78,9 @@ impl Toolhost {
     /// Replaces the middleware named `name` with `new` (a component file or
     /// a native middleware), atomically: chains that start afterwards use
     /// it, its attachments stay. `new` must report the same name.
-    pub async fn replace_middleware(&self, name: &str, new: Replacement) -> Result<MiddlewareInfo> {
+    pub async fn replace_middleware(&self, name: &str, new: Replacement) -> Result<MiddlewareInfo, ReplaceError> {
         if !self.middleware_registry().has(name) {
-            bail!("cannot replace middleware '{name}': no middleware of that name is loaded");
+            return Err(ReplaceError::UnknownMiddleware(name.to_string()));
         }
         let label = new.label();
         let (layer, info) = match new {
@@ -100,18 +97,15 @@ impl Toolhost {
                 (Layer::Native(native), info)
             }
             Replacement::Function(_) => {
-                bail!("cannot replace middleware '{name}' with {label}: it is a tool; use Toolhost::replace")
+                let (name, method) = (name.to_string(), "replace");
+                return Err(ReplaceError::WrongKind { kind: "middleware", name, label, other: "tool", method });
             }
         };
         if info.name != name {
-            bail!(
-                "cannot replace middleware '{name}' with {label}: it reports the name '{}'; a replacement keeps the name",
-                info.name
-            );
+            let (name, reported) = (name.to_string(), info.name);
+            return Err(ReplaceError::Renamed { kind: "middleware", name, label, reported });
         }
-        self.middleware_registry()
-            .replace(layer, info)
-            .with_context(|| format!("cannot replace middleware '{name}': no middleware of that name is loaded"))
+        self.middleware_registry().replace(layer, info).ok_or_else(|| ReplaceError::UnknownMiddleware(name.to_string()))
     }
 
     /// Unloads the middleware `name`; returns whether it was loaded. Its

@@ -11,8 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result, bail};
-use toolhost::Toolhost;
-use toolhost::settings::{Overlay, Settings};
+use toolhost::prelude::*;
 
 #[tokio::main]
 async fn main() -> Result<()> {
