@@ -82,8 +82,8 @@ pub mod prelude {
     pub use crate::settings::{Overlay, Settings};
     pub use crate::state::AgentState;
     pub use crate::toolhost::{
-        AttachError, BuildError, CallRequest, ExternalResult, ReplaceError, Replacement, Toolhost, ToolhostBuilder,
-        UpstreamStart,
+        AttachError, BuildError, CallRequest, ExternalResult, ExternalResultError, ReplaceError, Replacement, Toolhost,
+        ToolhostBuilder, UpstreamStart,
     };
     pub use crate::types::ToolError;
 }
@@ -99,8 +99,8 @@ pub use execution::callable::CallableTool;
 pub use execution::middleware::NativeMiddleware;
 pub use tool::LookupError;
 pub use toolhost::{
-    AttachError, BACKGROUND_LOAD_BYTES, BuildError, CallRequest, ExternalResult, ListToolsError, RUNNING_CALLS,
-    ReplaceError, Replacement, Toolhost, ToolhostBuilder, UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart,
-    tool_error_text,
+    AttachError, BACKGROUND_LOAD_BYTES, BuildError, CallRequest, ExternalResult, ExternalResultError, ListToolsError,
+    RUNNING_CALLS, ReplaceError, Replacement, Toolhost, ToolhostBuilder, UPSTREAM_RELIST_INTERVAL, UpstreamRetry,
+    UpstreamStart, tool_error_text,
 };
 pub use types::ToolError;

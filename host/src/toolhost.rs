@@ -73,7 +73,7 @@ mod upstream;
 pub(crate) mod watch;
 
 pub use call::tool_error_text;
-pub use errors::{AttachError, BuildError, ReplaceError};
+pub use errors::{AttachError, BuildError, ExternalResultError, ReplaceError};
 pub use replace::Replacement;
 pub use toolkit::ListToolsError;
 pub use upstream::{UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart};

@@ -7,12 +7,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use futures::future::BoxFuture;
 use opentelemetry::KeyValue;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{CallRequest, ExternalResult, Toolhost};
+use super::{CallRequest, ExternalResult, ExternalResultError, Toolhost};
 use crate::backend::Backend;
 use crate::capability::Grants;
 use crate::capability::Phase;
@@ -381,17 +381,21 @@ impl Toolhost {
 
     /// Turns the result an external executor reports into the call's
     /// response, validating its metadata against the tool's schema.
-    pub fn complete_external(&self, call: &ExternalCall, result: ExternalResult) -> Result<ToolResponse> {
+    pub fn complete_external(
+        &self,
+        call: &ExternalCall,
+        result: ExternalResult,
+    ) -> Result<ToolResponse, ExternalResultError> {
         if let Some(schema) = &call.result_metadata_schema {
-            let validator = jsonschema::validator_for(schema)
-                .map_err(|e| anyhow::anyhow!("the tool's result schema is invalid: {e}"))?;
+            let validator =
+                jsonschema::validator_for(schema).map_err(|e| ExternalResultError::InvalidSchema(e.to_string()))?;
             let metadata = serde_json::Value::Object(result.metadata.clone());
             if let Some(e) = validator.iter_errors(&metadata).next() {
-                bail!(
-                    "the result metadata for {} does not match its schema at `{}`: {e}",
-                    call.tool,
-                    e.instance_path()
-                );
+                return Err(ExternalResultError::MetadataMismatch {
+                    tool: call.tool.clone(),
+                    at: e.instance_path().to_string(),
+                    why: e.to_string(),
+                });
             }
         }
         let mut chunk = Chunk::text(result.output, result.state.unwrap_or(ResultState::Success));

@@ -1,7 +1,8 @@
 //! The errors of the façade's changing operations, typed so that an
 //! embedder can match on why: building a host ([`BuildError`]: a bad
 //! setting or a plugin that did not load), replacing a tool or middleware
-//! ([`ReplaceError`]) and attaching middleware ([`AttachError`]). Each
+//! ([`ReplaceError`]), attaching middleware ([`AttachError`]) and
+//! completing an external call ([`ExternalResultError`]). Each
 //! message names the cause and what to do. (Loading one file fails with a
 //! [`LoadError`]; a call with a [`crate::ToolError`].)
 
@@ -108,5 +109,24 @@ pub enum AttachError {
         tool: String,
         /// The middleware that is loaded.
         loaded: Vec<String>,
+    },
+}
+
+/// Why [`crate::Toolhost::complete_external`] refused an external
+/// executor's result (the call stays open: report a corrected result).
+#[derive(Debug, thiserror::Error)]
+pub enum ExternalResultError {
+    /// The tool's own result-metadata schema does not compile.
+    #[error("the tool's result schema is invalid: {0}")]
+    InvalidSchema(String),
+    /// The result's metadata does not follow the tool's result schema.
+    #[error("the result metadata for {tool} does not match its schema at `{at}`: {why}")]
+    MetadataMismatch {
+        /// The tool.
+        tool: String,
+        /// Where in the metadata (a JSON pointer).
+        at: String,
+        /// What is wrong there.
+        why: String,
     },
 }
