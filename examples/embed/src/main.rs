@@ -33,21 +33,25 @@ async fn main() -> Result<()> {
                 CallEvent::Chunk(chunk) => {
                     for block in chunk.content {
                         if let ContentBlock::Text { text } = block {
-                            print!("{text}");
+                            // A tool's output is someone else's text: never raw to the terminal.
+                            print!("{}", toolhost::escape::block(&text));
                         }
                     }
                 }
                 CallEvent::PermissionRequest(request) => {
-                    println!("[asked: {} — {}]", request.decision.message, request.decision.source.as_str());
+                    let message = toolhost::escape::line(&request.decision.message);
+                    println!("[asked: {message} — {}]", request.decision.source.as_str());
                     if request.tool == "Write" && !request.decision.bypass_immune {
                         request.allow();
                     } else {
                         request.deny();
                     }
                 }
-                CallEvent::ExternalExecution(call) => println!("[external: {}]", call.tool),
+                CallEvent::ExternalExecution(call) => println!("[external: {}]", toolhost::escape::line(&call.tool)),
                 CallEvent::Finished(response) => println!("\n[{:?}]", response.state),
-                CallEvent::RememberFailed { message, .. } => eprintln!("[not remembered: {message}]"),
+                CallEvent::RememberFailed { message, .. } => {
+                    eprintln!("[not remembered: {}]", toolhost::escape::line(&message))
+                }
             }
         }
     }

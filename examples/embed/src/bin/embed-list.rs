@@ -23,7 +23,8 @@ async fn main() -> Result<()> {
     let remember = Settings::remember_path(read.as_deref())?;
     let host = Toolhost::builder().settings(settings, Some(remember)).build().await?;
     for problem in host.upstream_problems().iter().chain(host.skill_problems()) {
-        eprintln!("warning: {problem}");
+        // What an upstream server or a skill folder says is hostile text.
+        eprintln!("warning: {}", toolhost::escape::line(problem));
     }
     // Plugins that compile in the background are listed once loaded.
     host.ready().await?;
