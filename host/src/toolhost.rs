@@ -29,27 +29,19 @@
 //! [`Toolhost::ready`] waits for it, and a call of a name not registered
 //! yet waits for it too (at most the call's timeout).
 
-use crate::sync::RwLockExt;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::Arc;
 
 use anyhow::{Result, bail};
 
 use crate::backend::{Backend, BackendFactories, BackendSetup};
-use crate::capability::{Grants, Phase, PhaseGrants, Policy};
-use crate::catalog::builtin::Builtin;
-use crate::catalog::component::{ComponentKind, check_world_of};
+use crate::capability::Grants;
 use crate::catalog::group::ToolGroups;
-use crate::catalog::registry::{Entry, Registry};
 use crate::catalog::skill::Skills;
 use crate::catalog::tool::{LoadError, LookupError, Origin, ToolInfo};
-use crate::execution::component::{load_builtin_tiered, load_compiled, load_component};
-use crate::execution::loaded::LoadedTool;
-use crate::execution::middleware::registry::Registry as MiddlewareRegistry;
 use crate::permission::{self, Mode, Rule, RuleSet};
 use crate::response::ResultState;
-use crate::runtime::{CacheOutcome, CompileObserver, Runtime, RuntimeOptions, Tier};
+use crate::runtime::{CompileObserver, Runtime, RuntimeOptions, Tier};
 use crate::settings::Settings;
 use crate::state::AgentState;
 
@@ -58,23 +50,34 @@ mod audit;
 mod backend_tests;
 pub mod batch;
 mod call;
+mod catalog;
 mod errors;
 mod function;
 pub(crate) mod loading;
 mod middleware;
+mod permissions;
 mod pinned;
+mod pipeline;
 pub(crate) mod presence;
 pub(crate) mod reload;
 mod replace;
 mod shared_rules;
+mod states;
 mod telemetry;
 mod toolkit;
 mod upstream;
 pub(crate) mod watch;
 
 pub use call::tool_error_text;
+pub use catalog::Catalog;
+use catalog::CatalogParts;
 pub use errors::{AttachError, BuildError, ExternalResultError, ReplaceError};
+pub use permissions::Permissions;
+use permissions::PermissionsParts;
+pub use pipeline::Pipeline;
+use pipeline::PipelineParts;
 pub use replace::Replacement;
+pub use states::States;
 pub use toolkit::ListToolsError;
 pub use upstream::{UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart};
 
@@ -375,7 +378,6 @@ impl ToolhostBuilder {
         // Malformed skill folders are skipped, not fatal: front ends show
         // `skill_problems`.
         let skills = Arc::new(Skills::scan(&settings.skills.dirs));
-        let context_dirs = context_dirs(&working_dirs);
         if let Some(id) = &self.replica {
             toolhost_core::replica::validate(id).map_err(BuildError::Settings)?;
         }
@@ -404,50 +406,46 @@ impl ToolhostBuilder {
         };
         let telemetry = crate::telemetry::Telemetry::start(&settings.telemetry, self.metrics)
             .map_err(BuildError::from_chain(BuildError::Telemetry))?;
-        let tool_configs = settings.tools.keys().map(|name| (name.clone(), settings.tool_config(name))).collect();
-        let middleware_configs = settings
-            .middleware
-            .settings
-            .keys()
-            .map(|name| (name.clone(), settings.middleware.config(name).to_string()))
-            .collect();
+        let settings = Arc::new(settings);
+        let catalog = Catalog::new(CatalogParts {
+            settings: settings.clone(),
+            runtime,
+            background_from: self.background_from.unwrap_or(BACKGROUND_LOAD_BYTES),
+            optimise_builtins: self.optimise_builtins.unwrap_or(true),
+            lock,
+            lock_path,
+            writable_roots,
+            groups,
+            skills,
+            oci_entries,
+        });
+        let permissions = Arc::new(Permissions::new(PermissionsParts {
+            settings: settings.clone(),
+            rules,
+            shared_rules,
+            settings_path: self.settings_path,
+            working_dirs,
+            backend: backend.clone(),
+            protected,
+        }));
+        let states = Arc::new(States::new(Arc::new(AgentState::new())));
+        let pipeline = Arc::new(Pipeline::new(PipelineParts {
+            catalog: catalog.clone(),
+            permissions: permissions.clone(),
+            states: states.clone(),
+            settings: settings.clone(),
+            backend,
+            audit,
+            telemetry,
+            replica: self.replica.clone(),
+        }));
         let host = Toolhost {
-            inner: Arc::new(Inner {
-                runtime,
-                tools: Registry::default(),
-                rules: RwLock::new(Arc::new(rules)),
-                backend,
-                context_dirs,
-                tool_configs,
-                middleware_configs,
-                middleware_grants: Default::default(),
-                working_dirs,
-                state: Arc::new(AgentState::new()),
-                settings_path: self.settings_path,
-                protected,
-                settings,
-                middleware: Default::default(),
-                lock: RwLock::new(lock),
-                lock_path,
-                writable_roots,
-                groups,
-                skills,
-                upstream_problems: Default::default(),
-                running: Arc::new(tokio::sync::Semaphore::new(RUNNING_CALLS)),
-                audit,
-                telemetry,
-                shared_rules,
-                loads: Default::default(),
-                background_from: self.background_from.unwrap_or(BACKGROUND_LOAD_BYTES),
-                optimise_builtins: self.optimise_builtins.unwrap_or(true),
-                oci_entries,
-                replica: self.replica,
-            }),
+            inner: Arc::new(Inner { settings, catalog, permissions, pipeline, states, replica: self.replica }),
         };
         // Before any plugin, so none can take a meta tool's name.
-        host.register_meta_tools()?;
+        host.inner.catalog.register_meta_tools()?;
         if host.inner.settings.builtins {
-            host.register_builtins()?;
+            host.inner.catalog.register_builtins()?;
         }
         // A plugin whose compiled code is not cached compiles after this
         // returns (`loading.rs`); its quick checks fail the build now.
@@ -466,7 +464,7 @@ impl ToolhostBuilder {
         // layer loaded late would let calls through unredacted).
         host.load_configured_middleware().await?;
         let problems = upstream::connect(&host, &self.upstream).await;
-        let _ = host.inner.upstream_problems.set(problems);
+        let _ = host.inner.catalog.upstream_problems.set(problems);
         Ok(host)
     }
 }
@@ -495,66 +493,15 @@ fn audit_settings(
     Ok(settings.audit.for_replica(&replica))
 }
 
+/// The services a [`Toolhost`] composes.
 struct Inner {
-    runtime: Runtime,
-    /// Every registered tool by name, loaded or not yet loaded.
-    tools: Registry<LoadedTool>,
-    /// Replaced (not mutated) when a rule is remembered, so a call takes a
-    /// cheap snapshot.
-    rules: RwLock<Arc<RuleSet>>,
-    backend: Arc<dyn Backend>,
-    /// The working directories as the permission context shows them (given
-    /// and symlink-resolved), computed once: they do not change.
-    context_dirs: Vec<String>,
-    /// Each configured tool's settings as JSON, converted once.
-    tool_configs: BTreeMap<String, serde_json::Value>,
-    /// Each configured middleware's settings as JSON text, converted once.
-    middleware_configs: BTreeMap<String, String>,
-    /// Each middleware's grants in every phase, computed on its first call
-    /// (the settings and working directories never change; resolving the
-    /// roots touches the filesystem).
-    middleware_grants: Mutex<BTreeMap<String, Arc<PhaseGrants>>>,
-    working_dirs: Vec<PathBuf>,
-    state: Arc<AgentState>,
-    settings_path: Option<PathBuf>,
-    /// toolhost's own files, denied to every call that names them.
-    protected: Arc<crate::protected::ProtectedPaths>,
-    settings: Settings,
-    /// Loaded middleware and which tools it is attached to.
-    middleware: MiddlewareRegistry,
-    /// `toolhost.lock` as last read (`None`: there is none), and where.
-    lock: RwLock<Option<Arc<crate::lockfile::LockFile>>>,
-    lock_path: PathBuf,
-    /// Where tools may write (real paths): a component file reached there
-    /// loads only when pinned (`pinned.rs`).
-    writable_roots: Vec<PathBuf>,
-    /// The tool groups of `[groups.NAME]`.
-    groups: Arc<ToolGroups>,
-    /// The skills of `[skills] dirs`.
-    skills: Arc<Skills>,
-    /// What went wrong starting the upstream servers, once they were.
-    upstream_problems: std::sync::OnceLock<Vec<String>>,
-    /// One permit per call holding instances ([`RUNNING_CALLS`]).
-    running: Arc<tokio::sync::Semaphore>,
-    /// The audit log of `[audit]`, when one is configured.
-    audit: Option<Arc<crate::audit::AuditLog>>,
-    /// Traces and metrics, when either is on.
-    telemetry: Option<Arc<crate::telemetry::Telemetry>>,
-    /// Plugins loading in the background.
-    loads: loading::Loads,
-    /// The size from which a plugin not in the cache loads in the background.
-    background_from: u64,
-    /// Whether a built-in first used on baseline code is optimised in the
-    /// background ([`ToolhostBuilder::optimise_builtins_in_background`]).
-    optimise_builtins: bool,
-    /// The `oci://` entries of `plugins` as written (the settings hold
-    /// their links in the content store): `serve --watch` polls their tags.
-    oci_entries: Vec<String>,
+    settings: Arc<Settings>,
+    catalog: Arc<Catalog>,
+    permissions: Arc<Permissions>,
+    pipeline: Arc<Pipeline>,
+    states: Arc<States>,
     /// This process's replica id, when it was given one.
     replica: Option<String>,
-    /// Remembered rules shared with the other processes of a deployment
-    /// ([`ToolhostBuilder::rule_store`]).
-    shared_rules: Option<shared_rules::SharedRules>,
 }
 
 /// The size from which a plugin file whose compiled code is not cached
@@ -584,6 +531,27 @@ impl Toolhost {
         ToolhostBuilder::default()
     }
 
+    /// What is loaded: tools, middleware, background loads, pins, groups
+    /// and skills.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.inner.catalog
+    }
+
+    /// What calls may do: rules, decisions, grants.
+    pub fn permissions(&self) -> &Arc<Permissions> {
+        &self.inner.permissions
+    }
+
+    /// Where calls run, from request to response.
+    pub fn pipeline(&self) -> &Arc<Pipeline> {
+        &self.inner.pipeline
+    }
+
+    /// The agent states calls use.
+    pub fn states(&self) -> &Arc<States> {
+        &self.inner.states
+    }
+
     /// The settings in force.
     pub fn settings(&self) -> &Settings {
         &self.inner.settings
@@ -597,423 +565,291 @@ impl Toolhost {
 
     /// The runtime (engine, pooling, cache).
     pub fn runtime(&self) -> &Runtime {
-        &self.inner.runtime
-    }
-
-    /// A permit to hold instances for one call, waiting at most `wait` for
-    /// one of the [`RUNNING_CALLS`] to finish.
-    pub(crate) async fn running_permit(&self, wait: std::time::Duration) -> Result<tokio::sync::OwnedSemaphorePermit> {
-        let acquire = self.inner.running.clone().acquire_owned();
-        let acquired = match &self.inner.telemetry {
-            None => tokio::time::timeout(wait, acquire).await,
-            Some(telemetry) => {
-                let started = std::time::Instant::now();
-                let waiting = &telemetry.metrics().calls_waiting;
-                waiting.inc();
-                let acquired = tokio::time::timeout(wait, acquire).await;
-                waiting.dec();
-                let waited = started.elapsed();
-                crate::telemetry::trace::note(|t| {
-                    t.note(|n| n.queue_wait = Some(n.queue_wait.unwrap_or_default() + waited))
-                });
-                acquired
-            }
-        };
-        match acquired {
-            Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_)) => bail!("the host is shutting down"),
-            Err(_) => bail!(
-                "the host is running {RUNNING_CALLS} calls at once and none finished within {} ms (the call's \
-                 timeout), so this one did not start; retry it, or send fewer long calls at once",
-                wait.as_millis()
-            ),
-        }
+        self.inner.catalog.runtime()
     }
 
     /// The host's own agent state (used by calls without a session).
     pub fn state(&self) -> &Arc<AgentState> {
-        &self.inner.state
+        self.inner.states.host()
     }
 
-    /// Registers every built-in under its tool name, none of them loaded.
-    fn register_builtins(&self) -> Result<(), LoadError> {
-        for builtin in crate::catalog::builtin::BUILTINS {
-            let label = format!("built-in tool {}", builtin.name);
-            self.register(builtin.name, builtin_entry(builtin, Arc::downgrade(&self.inner)), &label)?;
-        }
-        Ok(())
-    }
-
-    /// Loads a plugin from a `.wasm` file, compiling it now if its compiled
-    /// code is not cached (see [`Toolhost::start_loading_file`] for a load
-    /// that does not wait for the compile).
+    /// Loads a plugin from a `.wasm` file ([`Catalog::load_file`]).
     pub async fn load_file(&self, path: &Path) -> Result<ToolInfo, LoadError> {
-        let own = self.read_component(path, "plugin")?;
-        let label = path.display().to_string();
-        self.check_component(path, &own, &label)?;
-        let bytes = own.bytes;
-        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        self.insert(&bytes, Origin::File(abs), &label).await
+        self.inner.catalog.load_file(path).await
     }
 
-    /// Starts loading a plugin from a `.wasm` file: reads it and checks its
-    /// pin (when locked), header, world and WIT version now; loads it now
-    /// when its compiled code is in the cache or it is small (`Some`: its
-    /// tool); otherwise queues it to compile and load in the background
-    /// (`None`; see [`Toolhost::pending_loads`]). Outside a tokio runtime it
-    /// loads now.
+    /// Starts loading a plugin from a `.wasm` file
+    /// ([`Catalog::start_loading_file`]).
     pub async fn start_loading_file(&self, path: &Path) -> Result<Option<ToolInfo>, LoadError> {
-        let own = self.read_component(path, "plugin")?;
-        let label = path.display().to_string();
-        self.check_component(path, &own, &label)?;
-        let bytes = own.bytes;
-        check_world_of(&bytes, &label, ComponentKind::Tool)?;
-        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        let sha256 = crate::lockfile::sha256_hex(&bytes);
-        let first_use = self.plugin_first_use();
-        if let Some((component, tier)) = self.inner.runtime.cached(&bytes, first_use) {
-            let compiled = (component, CacheOutcome::Hit, tier);
-            let origin = Origin::File(abs.clone());
-            let report = load_compiled(&self.inner.runtime, compiled, origin, &label, sha256.clone()).await?;
-            let info = self.insert_loaded(report.tool, &label)?;
-            // Baseline code an earlier first load left: optimise it now.
-            if tier == Tier::Baseline {
-                self.queue_optimise(&info.name, abs, sha256, bytes.into());
-            }
-            return Ok(Some(info));
-        }
-        let large = bytes.len() as u64 >= self.inner.background_from;
-        if large && self.queue_load(abs.clone(), label.clone(), sha256, bytes.clone()) {
-            return Ok(None);
-        }
-        Ok(Some(self.insert(&bytes, Origin::File(abs), &label).await?))
+        self.inner.catalog.start_loading_file(path).await
     }
 
-    /// Which compiler a plugin loading in the background gets when its
-    /// optimised code is not cached: the baseline one unless the runtime
-    /// always optimises (its optimised code follows, see `loading.rs`).
-    pub(crate) fn plugin_first_use(&self) -> Tier {
-        if self.inner.runtime.always_optimise() { Tier::Optimised } else { Tier::Baseline }
-    }
-
-    /// Loads every `.wasm` file in a directory (sorted by name).
+    /// Loads every `.wasm` file in a directory ([`Catalog::load_dir`]).
     pub async fn load_dir(&self, dir: &Path) -> Result<Vec<ToolInfo>, LoadError> {
-        let files =
-            crate::settings::wasm_files(dir).map_err(|error| LoadError::Dir { dir: dir.to_path_buf(), error })?;
-        let mut loaded = Vec::new();
-        for file in files {
-            loaded.push(self.load_file(&file).await?);
-        }
-        Ok(loaded)
+        self.inner.catalog.load_dir(dir).await
     }
 
-    async fn insert(&self, bytes: &[u8], origin: Origin, label: &str) -> Result<ToolInfo, LoadError> {
-        let report = load_component(&self.inner.runtime, bytes, origin, label).await?;
-        self.insert_loaded(report.tool, label)
-    }
-
-    /// Adds a loaded tool (component or native function) under its name.
-    pub(crate) fn insert_loaded(&self, tool: LoadedTool, label: &str) -> Result<ToolInfo, LoadError> {
-        let info = tool.info.clone();
-        self.register(&info.name, Entry::Loaded(Arc::new(tool)), label)?;
-        Ok(info)
-    }
-
-    /// Registers `entry` as `name`, unless that name is taken (by a loaded
-    /// tool or a not-yet-loaded one: a name conflict never loads anything).
-    fn register(&self, name: &str, entry: Entry<LoadedTool>, label: &str) -> Result<(), LoadError> {
-        // Lock order: tools, then middleware (as in `insert_middleware`).
-        self.inner.tools.insert(name, entry, label, || {
-            self.inner.middleware.has(name).then(|| LoadError::NameClash {
-                source_name: label.to_string(),
-                name: name.to_string(),
-                loading: "tool",
-                existing: "middleware",
-            })
-        })
-    }
-
-    /// Adds a middleware layer under its name unless a tool or another
-    /// middleware has it (tools and middleware share `[grants.NAME]`).
-    pub(crate) fn insert_middleware(
-        &self,
-        insert: impl FnOnce() -> Result<crate::execution::middleware::MiddlewareInfo, LoadError>,
-        name: &str,
-        label: &str,
-    ) -> Result<crate::execution::middleware::MiddlewareInfo, LoadError> {
-        // Held while inserting, so no tool of that name can appear meanwhile.
-        let tools = self.inner.tools.read();
-        if tools.contains_key(name) {
-            return Err(LoadError::NameClash {
-                source_name: label.to_string(),
-                name: name.to_string(),
-                loading: "middleware",
-                existing: "tool",
-            });
-        }
-        insert()
-    }
-
-    /// Removes a tool, loaded or not yet loaded (nothing is loaded to remove
-    /// it); returns whether it was registered.
+    /// Removes a tool ([`Catalog::unload`]).
     pub fn unload(&self, name: &str) -> bool {
-        self.inner.tools.remove(name)
+        self.inner.catalog.unload(name)
     }
 
-    /// Tells of every change to the set of tools: the receiver's value (a
-    /// generation number) moves on each registration, replacement and
-    /// unload after this call, including loads through [`Toolhost::load_file`],
-    /// [`Toolhost::replace`] and [`Toolhost::register_function`]. Front ends
-    /// use it to send MCP `notifications/tools/list_changed`. Only the newest
-    /// generation is kept: a reader that falls behind sees one change, then
-    /// lists again. Loads nothing.
+    /// Tells of every change to the set of tools
+    /// ([`Catalog::tool_list_changes`]), including loads through
+    /// [`Toolhost::load_file`], [`Toolhost::replace`] and
+    /// [`Toolhost::register_function`]. Front ends use it to send MCP
+    /// `notifications/tools/list_changed`.
     pub fn tool_list_changes(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.inner.tools.subscribe()
+        self.inner.catalog.tool_list_changes()
     }
 
-    /// Every registered tool's name, sorted, without loading any of them.
+    /// Every registered tool's name, sorted ([`Catalog::names`]).
     pub fn names(&self) -> Vec<String> {
-        self.inner.tools.read().keys().cloned().collect()
+        self.inner.catalog.names()
     }
 
-    /// Whether a tool named `name` is registered (loaded or not). Loads
-    /// nothing.
+    /// Whether a tool named `name` is registered ([`Catalog::is_registered`]).
     pub fn is_registered(&self, name: &str) -> bool {
-        self.inner.tools.read().contains_key(name)
+        self.inner.catalog.is_registered(name)
     }
 
-    /// Where the tool named `name` comes from (`None` when it is not
-    /// registered). Loads nothing.
+    /// Where the tool named `name` comes from ([`Catalog::origin`]).
     pub fn origin(&self, name: &str) -> Option<Origin> {
-        self.inner.tools.read().get(name).map(|entry| entry.origin().clone())
+        self.inner.catalog.origin(name)
     }
 
-    /// Whether `name` is registered *and loaded*. A built-in is registered
-    /// at start-up but loaded only when first needed (a call, a check, an
-    /// instance; not [`Toolhost::describe`] or [`Toolhost::list`]); plugins and
-    /// function tools are loaded when registered. Loads nothing: this is how
-    /// to observe (and test) that start-up loaded no built-in.
+    /// Whether `name` is registered *and loaded* ([`Catalog::is_loaded`]):
+    /// how to observe (and test) that start-up loaded no built-in.
     pub fn is_loaded(&self, name: &str) -> bool {
-        self.inner.tools.read().get(name).is_some_and(Entry::is_loaded)
+        self.inner.catalog.is_loaded(name)
     }
 
-    /// Which compiler's code the tool named `name` runs now: `None` when it
-    /// is not loaded (a built-in before its first use) or runs no compiled
-    /// component (a function tool, an upstream server's tool). A tool on
-    /// [`Tier::Baseline`] code moves to optimised code once its background
-    /// compile is done (see [`crate::loading`]).
+    /// Which compiler's code the tool named `name` runs now
+    /// ([`Catalog::code_tier`]). A tool on [`Tier::Baseline`] code moves to
+    /// optimised code once its background compile is done (see
+    /// [`crate::loading`]).
     pub fn code_tier(&self, name: &str) -> Option<Tier> {
-        self.inner.tools.entry(name)?.loaded()?.kind.tier()
+        self.inner.catalog.code_tier(name)
     }
 
     /// The built-ins loaded in this host whose optimised code is not in the
-    /// compile cache (their first use ran baseline code): worth
+    /// compile cache ([`Catalog::builtins_to_optimise`]): worth
     /// [`crate::builtin::optimise`], here in the background or by another
     /// process, so that later processes start on optimised code.
     pub fn builtins_to_optimise(&self) -> Vec<&'static str> {
-        let tools = self.inner.tools.read();
-        crate::builtin::BUILTINS
-            .iter()
-            .filter(|b| tools.get(b.name).is_some_and(|e| e.is_loaded() && *e.origin() == Origin::Builtin))
-            .filter(|b| !self.inner.runtime.is_optimised_cached(b.bytes))
-            .map(|b| b.name)
-            .collect()
+        self.inner.catalog.builtins_to_optimise()
     }
 
-    /// Every tool's metadata, sorted by name. Loads nothing: a built-in not
-    /// loaded yet answers from the metadata embedded beside its component
-    /// (see [`crate::builtin`]), so listing compiles nothing. When one
-    /// tool's metadata is unusable, the error is that of the first such tool
-    /// by name (it names the tool and the cause).
+    /// Every tool's metadata, sorted by name ([`Catalog::list`]). Loads
+    /// nothing.
     pub async fn list(&self) -> Result<Vec<ToolInfo>, LoadError> {
-        self.inner.tools.entries().iter().map(Entry::info).collect()
+        self.inner.catalog.list()
     }
 
-    /// One tool's metadata. Loads nothing (a built-in answers from its
-    /// embedded metadata, like [`Toolhost::list`]).
+    /// One tool's metadata ([`Catalog::describe`]). Loads nothing.
     pub async fn describe(&self, name: &str) -> Result<ToolInfo, LookupError> {
-        self.inner.tools.info(name)
-    }
-
-    /// The loaded tool named `name`, loading it on first use. A name that
-    /// is not registered while plugins load in the background may be one of
-    /// theirs: it waits for them, at most the call timeout
-    /// (`limits.timeout_ms`), before it is unknown.
-    pub(crate) async fn tool(&self, name: &str) -> Result<Arc<LoadedTool>, LookupError> {
-        match self.inner.tools.get(name, &self.inner.runtime).await {
-            Err(LookupError::Unknown(_)) if !self.pending_loads().is_empty() => {}
-            found => return found,
-        }
-        let deadline = std::time::Instant::now() + self.settings().limits.timeout();
-        self.wait_for_name(name, deadline).await;
-        match self.inner.tools.get(name, &self.inner.runtime).await {
-            Err(LookupError::Unknown(_)) if !self.pending_loads().is_empty() => Err(LookupError::StillLoading {
-                name: name.to_string(),
-                waited_ms: self.settings().limits.timeout_ms,
-                files: self.pending_loads().iter().map(|p| p.file.display().to_string()).collect(),
-            }),
-            found => found,
-        }
+        self.inner.catalog.describe(name)
     }
 
     /// Rules configured for tools that are not registered (worth a
     /// warning). Loads nothing.
     pub fn rules_for_unknown_tools(&self) -> Vec<String> {
-        let rules = self.inner.rules.read_unpoisoned();
-        let tools = self.inner.tools.read();
-        rules.tools_named().filter(|t| !tools.contains_key(*t)).map(str::to_string).collect()
+        self.inner.permissions.rules_for_unknown_tools(|name| self.inner.catalog.is_registered(name))
     }
 
-    /// The grants a tool gets: built-ins their declared needs over the
-    /// working directories and read roots; plugins only what
-    /// `[grants.NAME]` allows.
-    /// A built-in's `[grants.NAME]` table contributes only its `env`.
+    /// The grants a tool gets ([`Permissions::grants_for`]).
     pub fn grants_for(&self, info: &ToolInfo) -> Grants {
-        let configured = self.inner.settings.grants.get(&info.name).cloned().unwrap_or_default();
-        let policy = match info.origin {
-            Origin::Builtin => Policy { env: configured.env, ..Policy::builtin() },
-            Origin::File(_) | Origin::Native => configured,
-            // Runs outside toolhost: nothing of a call's grants reaches it.
-            Origin::Mcp(_) => Policy::default(),
-        };
-        let read_roots = match info.origin {
-            Origin::Builtin => self.inner.settings.read_roots.clone(),
-            Origin::File(_) | Origin::Native | Origin::Mcp(_) => Vec::new(),
-        };
-        let builtin = info.origin == Origin::Builtin;
-        Grants::intersect(&info.name, &info.capabilities, &policy, &self.inner.working_dirs, &read_roots, builtin)
+        self.inner.permissions.grants_for(info)
     }
 
-    /// The grants `loaded` uses in `phase`, computed once per loaded tool.
-    pub(crate) fn phase_grants(&self, loaded: &LoadedTool, phase: Phase) -> Arc<Grants> {
-        loaded.grants.get_or_init(|| PhaseGrants::new(self.grants_for(&loaded.info))).get(phase)
-    }
-
-    /// The permission context for `tool` in `mode`: the working directories
-    /// (given and symlink-resolved), the active backend's cwd and home (what
-    /// relative paths and `~` mean where the call would run) and the tool's
-    /// settings.
+    /// The permission context for `tool` in `mode`
+    /// ([`Permissions::permission_context`]).
     pub fn permission_context(&self, tool: &str, mode: Mode) -> permission::Context {
-        permission::Context {
-            mode,
-            working_dirs: self.inner.context_dirs.clone(),
-            cwd: self.inner.backend.cwd(),
-            home: self.inner.backend.home(),
-            tool_config: self.tool_config(tool),
-            protected: self.inner.protected.clone(),
-        }
+        self.inner.permissions.permission_context(tool, mode)
     }
 
     /// The file "allow and remember" saves rules to, if any (absolute when
     /// the host was built through the CLI).
     pub fn settings_path(&self) -> Option<&Path> {
-        self.inner.settings_path.as_deref()
+        self.inner.permissions.settings_path()
     }
 
     /// toolhost's own files: every call that names one is denied and the
     /// local backend refuses them to every tool.
     pub fn protected_paths(&self) -> &crate::protected::ProtectedPaths {
-        &self.inner.protected
+        self.inner.permissions.protected_paths()
     }
 
     /// A middleware's own settings (`[middleware.NAME]`) as JSON text;
     /// `{}` when none.
     pub fn middleware_config(&self, name: &str) -> String {
-        self.inner.middleware_configs.get(name).cloned().unwrap_or_else(|| "{}".to_string())
+        self.inner.pipeline.middleware_config(name)
     }
 
     /// A tool's own settings (`[tools.NAME]`) as JSON; `{}` when none.
     pub fn tool_config(&self, tool: &str) -> serde_json::Value {
-        self.inner.tool_configs.get(tool).cloned().unwrap_or_else(|| serde_json::json!({}))
+        self.inner.permissions.tool_config(tool)
     }
 
     /// The configured mode.
     pub fn mode(&self) -> Mode {
-        self.inner.settings.permissions.mode
+        self.inner.permissions.mode()
     }
 
     /// The rules in force (configured plus remembered).
     pub fn rules(&self) -> Arc<RuleSet> {
-        self.inner.rules.read_unpoisoned().clone()
+        self.inner.permissions.rules()
     }
 
-    /// Adds a rule for the rest of this host's life and, with a settings
-    /// path, saves it there (creating the file when missing). When saving
-    /// fails the rule still holds in this host, and the error names the
-    /// rule, the file, the cause and how to add the rule by hand.
-    pub fn remember_rule(&self, rule: Rule) -> Result<()> {
-        {
-            let mut rules = self.inner.rules.write_unpoisoned();
-            let mut updated = RuleSet::clone(&rules);
-            updated.add(rule.clone());
-            *rules = Arc::new(updated);
-        }
-        let Some(path) = &self.inner.settings_path else { return Ok(()) };
-        permission::settings::remember_rule(path, &rule).map_err(|e| {
-            anyhow::anyhow!(
-                "could not save the rule `{rule}` to {}: {e:#}. It holds until this toolhost exits; to keep it, \
-                 add it by hand under [permissions] in a settings file: {} = [\"{rule}\"] (or pass --{} '{rule}')",
-                path.display(),
-                rule.behavior,
-                rule.behavior
-            )
-        })
-    }
-
-    /// The active backend.
-    pub(crate) fn backend(&self) -> Arc<dyn Backend> {
-        self.inner.backend.clone()
-    }
-
-    /// The working directories.
-    pub(crate) fn working_dirs(&self) -> &[PathBuf] {
-        &self.inner.working_dirs
-    }
-
-    /// The middleware registry.
-    pub(crate) fn middleware_registry(&self) -> &MiddlewareRegistry {
-        &self.inner.middleware
+    /// Adds a rule for the rest of this host's life and saves it
+    /// ([`Permissions::remember_rule`]).
+    pub fn remember_rule(&self, rule: Rule) -> anyhow::Result<()> {
+        self.inner.permissions.remember_rule(rule)
     }
 }
 
-/// The lazy registry entry of `builtin`: its first use loads it and, when
-/// that gave baseline code, queues its optimisation on `host`.
-fn builtin_entry(builtin: &'static Builtin, host: Weak<Inner>) -> Entry<LoadedTool> {
-    Entry::lazy(
-        Origin::Builtin,
-        Box::new(move || builtin.info()),
-        Box::new(move |runtime| {
-            let host = host.clone();
-            Box::pin(async move {
-                let (tool, tier) = load_builtin_tiered(runtime, builtin).await?;
-                if tier == Tier::Baseline
-                    && let Some(inner) = host.upgrade()
-                {
-                    Toolhost { inner }.queue_optimise_builtin(builtin);
-                }
-                Ok(tool)
-            })
-        }),
-    )
-}
-
-/// The working directories as a permission context lists them: each as
-/// given, then its symlink-resolved form when that differs.
-fn context_dirs(working_dirs: &[PathBuf]) -> Vec<String> {
-    let mut dirs: Vec<String> = Vec::new();
-    for dir in working_dirs {
-        let given = dir.display().to_string();
-        if !dirs.contains(&given) {
-            dirs.push(given);
-        }
-        if let Ok(real) = dir.canonicalize() {
-            let real = real.display().to_string();
-            if !dirs.contains(&real) {
-                dirs.push(real);
-            }
-        }
+/// What the services answer, as the façade's methods.
+impl Toolhost {
+    /// The plugin files this host is loading, or serves on baseline code,
+    /// whose optimised code is not cached yet ([`Catalog::plugins_to_optimise`]).
+    pub fn plugins_to_optimise(&self) -> Vec<(PathBuf, String)> {
+        self.inner.catalog.plugins_to_optimise()
     }
-    dirs
+
+    /// The plugin files loading in the background now
+    /// ([`Catalog::pending_loads`]).
+    pub fn pending_loads(&self) -> Vec<loading::PendingLoad> {
+        self.inner.catalog.pending_loads()
+    }
+
+    /// The plugin files whose background load failed
+    /// ([`Catalog::failed_loads`]).
+    pub fn failed_loads(&self) -> Vec<loading::FailedLoad> {
+        self.inner.catalog.failed_loads()
+    }
+
+    /// Moves on at every change of [`Toolhost::pending_loads`] and
+    /// [`Toolhost::failed_loads`] ([`Catalog::load_changes`]).
+    pub fn load_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.catalog.load_changes()
+    }
+
+    /// Waits until no plugin is loading in the background
+    /// ([`Catalog::ready`]).
+    pub async fn ready(&self) -> Result<(), loading::LoadFailures> {
+        self.inner.catalog.ready().await
+    }
+
+    /// The lock file as last read (`None`: there is none).
+    pub fn lock_file(&self) -> Option<Arc<crate::lockfile::LockFile>> {
+        self.inner.catalog.lock_file()
+    }
+
+    /// Where this host reads its lock file.
+    pub fn lock_path(&self) -> &Path {
+        self.inner.catalog.lock_path()
+    }
+
+    /// The skills found in `[skills] dirs`.
+    pub fn skills(&self) -> &crate::catalog::skill::Skills {
+        self.inner.catalog.skills()
+    }
+
+    /// What was wrong with each folder of `[skills] dirs` that is not a
+    /// skill (each names the folder and the fix); those folders are
+    /// skipped.
+    pub fn skill_problems(&self) -> &[String] {
+        self.inner.catalog.skills().problems()
+    }
+
+    /// The configured tool groups (empty when none is).
+    pub fn groups(&self) -> &crate::catalog::group::ToolGroups {
+        self.inner.catalog.groups()
+    }
+
+    /// The tools offered to a session whose agent state is `session` (the
+    /// host's own state when `None`; [`Catalog::available`]). Loads
+    /// nothing, like [`Toolhost::list`].
+    pub async fn available(&self, session: Option<&AgentState>) -> Result<Vec<ToolInfo>, ListToolsError> {
+        self.inner.catalog.available(self.inner.states.of(session)).await
+    }
+
+    /// The refusal of a call to `tool` when its group is inactive in
+    /// `session` (the host's own state when `None`); `None` when the tool
+    /// may be called.
+    pub async fn inactive_refusal(
+        &self,
+        tool: &str,
+        session: Option<&AgentState>,
+    ) -> Result<Option<String>, crate::state::StateError> {
+        self.inner.catalog.inactive_refusal(tool, self.inner.states.of(session)).await
+    }
+
+    /// The audit log of `[audit]`, when one is configured.
+    pub fn audit_log(&self) -> Option<Arc<crate::audit::AuditLog>> {
+        self.inner.pipeline.audit_log()
+    }
+
+    /// Traces and metrics, when the settings or the builder turned either
+    /// on ([`ToolhostBuilder::metrics`]).
+    pub fn telemetry(&self) -> Option<&Arc<crate::telemetry::Telemetry>> {
+        self.inner.pipeline.telemetry()
+    }
+
+    /// The Prometheus text of the host's metrics ([`Pipeline::metrics_text`]);
+    /// `None` when the host keeps no metrics.
+    pub fn metrics_text(&self) -> Option<String> {
+        self.inner.pipeline.metrics_text()
+    }
+
+    /// A fresh instance of `tool` (loading the tool on first use) with its
+    /// full grants ([`Pipeline::instantiate`]).
+    pub async fn instantiate(
+        &self,
+        tool: &str,
+        session: Option<Arc<AgentState>>,
+        output: tokio::sync::mpsc::Sender<crate::response::Chunk>,
+    ) -> anyhow::Result<crate::execution::callable::CallableTool> {
+        self.inner.pipeline.instantiate(tool, session, output).await
+    }
+
+    /// A fresh instance of `tool` with no capability at all, for the
+    /// permission exports ([`Pipeline::decision_instance`]).
+    pub async fn decision_instance(&self, tool: &str) -> anyhow::Result<crate::execution::callable::CallableTool> {
+        self.inner.pipeline.decision_instance(tool).await
+    }
+
+    /// Evaluates the permission engine for one call without running it
+    /// ([`Pipeline::check`]).
+    pub async fn check(
+        &self,
+        tool: &str,
+        input: &serde_json::Value,
+        ctx: &permission::Context,
+        rules: &RuleSet,
+    ) -> anyhow::Result<permission::Decision> {
+        self.inner.pipeline.check(tool, input, ctx, rules).await
+    }
+
+    /// Starts a call and returns its event stream ([`Pipeline::call`]).
+    ///
+    /// The call starts when the stream is first polled
+    /// ([`crate::events::CallStream::next`] runs it as a task;
+    /// [`crate::events::CallStream::finish`] runs it in the caller's task,
+    /// which saves a thread hop per event).
+    pub fn call(&self, request: CallRequest) -> crate::events::CallStream {
+        self.inner.pipeline.call(request)
+    }
+
+    /// Turns the result an external executor reports into the call's
+    /// response, validating its metadata against the tool's schema.
+    pub fn complete_external(
+        &self,
+        call: &crate::events::ExternalCall,
+        result: ExternalResult,
+    ) -> Result<crate::response::ToolResponse, ExternalResultError> {
+        self.inner.pipeline.complete_external(call, result)
+    }
 }
 
 #[cfg(test)]

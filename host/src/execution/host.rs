@@ -1,7 +1,8 @@
 //! What the execution layer asks of the host that runs it, and the shapes
-//! of a permission decision made in the middle of a call. The façade
-//! ([`crate::Toolhost`]) implements [`ExecutionHost`]; the middleware chain
-//! holds it as a trait object, so execution never names the façade.
+//! of a permission decision made in the middle of a call. The call
+//! pipeline ([`crate::Toolhost::pipeline`]) implements [`ExecutionHost`];
+//! the middleware chain holds it as a trait object, so execution never
+//! names the façade.
 
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ use crate::capability::{Grants, Phase};
 use crate::events::CallEvent;
 use crate::permission::{Decision, Mode};
 use crate::response::Chunk;
-use crate::runtime::{Limits, Runtime};
+use crate::runtime::Runtime;
 use crate::state::AgentState;
 
 /// The host's side of a running call.
@@ -24,10 +25,6 @@ pub(crate) trait ExecutionHost: Send + Sync + 'static {
     fn runtime(&self) -> &Runtime;
     /// The active backend.
     fn backend(&self) -> Arc<dyn Backend>;
-    /// The host's own agent state (for calls without a session).
-    fn agent_state(&self) -> Arc<AgentState>;
-    /// The per-call limits in force.
-    fn limits(&self) -> Limits;
     /// What `[grants.NAME]` gives the middleware `name` (nothing by
     /// default), shaped for `phase`.
     fn middleware_grants(&self, name: &str, phase: Phase) -> Arc<Grants>;

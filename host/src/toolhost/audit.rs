@@ -7,33 +7,34 @@ use std::time::{Instant, SystemTime};
 
 use tokio::sync::mpsc;
 
-use super::{CallRequest, Toolhost};
+use super::CallRequest;
+use super::pipeline::Pipeline;
 use crate::audit::{self, AuditLog, CallAudit, Record, RecordingBackend};
 use crate::backend::Backend;
 use crate::events::CallEvent;
 use crate::permission::Behavior;
 use crate::response::{ContentBlock, ResultState, ToolResponse};
 
-impl Toolhost {
+impl Pipeline {
     /// The audit log of `[audit]`, when one is configured.
     pub fn audit_log(&self) -> Option<Arc<AuditLog>> {
-        self.inner.audit.clone()
+        self.audit.clone()
     }
 
     /// The backend for an instance of the current call: the host's own, or,
     /// inside an audited or traced call, one that records every operation
     /// in it.
     pub(crate) fn call_backend(&self) -> Arc<dyn Backend> {
-        let backend = Toolhost::backend(self);
+        let backend = self.backend();
         match (audit::current(), crate::telemetry::trace::tracing()) {
             (None, false) => backend,
             (call, _) => Arc::new(RecordingBackend::new(backend, call)),
         }
     }
 
-    /// [`Toolhost::run_call`] with its record sent to `log`.
+    /// [`Pipeline::run_call`] with its record sent to `log`.
     pub(super) async fn run_audited(
-        &self,
+        self: &Arc<Self>,
         log: Arc<AuditLog>,
         request: CallRequest,
         events: &mpsc::Sender<CallEvent>,
@@ -44,7 +45,7 @@ impl Toolhost {
         let call_id = request.id.clone();
         let tool = request.tool.clone();
         let raw_input = request.input.clone();
-        let mode = request.mode.unwrap_or(self.mode());
+        let mode = request.mode.unwrap_or(self.permissions.mode());
         let session = request.session.as_ref().and_then(|s| s.location());
         let caller = request.caller.clone();
         let response = audit::scope(call.clone(), self.run_call(request, events)).await;
@@ -59,7 +60,7 @@ impl Toolhost {
             time: String::new(),
             call_id,
             session,
-            replica: self.inner.replica.clone(),
+            replica: self.replica.clone(),
             caller,
             tool,
             plugin_sha256: gathered.plugin_sha256,

@@ -77,7 +77,7 @@ impl Toolhost {
         for call in calls {
             // Looking the tool up loads it if need be; one that cannot be
             // loaded fails at once, like an unknown one.
-            let concurrent = self.tool(&call.tool).await.map_or(true, |t| t.info.concurrency_safe);
+            let concurrent = self.catalog().tool(&call.tool).await.map_or(true, |t| t.info.concurrency_safe);
             match runs.last_mut() {
                 Some(run) if run.concurrent && concurrent => run.calls.push(call),
                 _ => runs.push(Run { concurrent, calls: vec![call] }),

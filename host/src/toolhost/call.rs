@@ -12,7 +12,8 @@ use futures::future::BoxFuture;
 use opentelemetry::KeyValue;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{CallRequest, ExternalResult, ExternalResultError, Toolhost};
+use super::pipeline::Pipeline;
+use super::{CallRequest, ExternalResult, ExternalResultError};
 use crate::backend::Backend;
 use crate::capability::Grants;
 use crate::capability::Phase;
@@ -25,13 +26,13 @@ use crate::execution::loaded::{LoadedTool, validate_input};
 use crate::execution::middleware::failure::CallFailure;
 use crate::permission::{self, Behavior, Decision, PolicyTool as _, RuleSet};
 use crate::response::{Chunk, ResultState, ToolResponse};
+use crate::runtime::Runtime;
 use crate::runtime::store::{CallSetup, Deadline};
-use crate::runtime::{Limits, Runtime};
 use crate::state::AgentState;
 use crate::telemetry::trace;
 use crate::types::ToolError;
 
-impl Toolhost {
+impl Pipeline {
     /// A fresh callable for `loaded` in `phase`, its output going to
     /// `output`: a decision instance ([`Phase::Decide`]) gets no capability
     /// and no agent state; a call instance gets the grants of its phase.
@@ -42,14 +43,14 @@ impl Toolhost {
         output: mpsc::Sender<Chunk>,
         phase: Phase,
     ) -> Result<CallableTool> {
-        let limits = self.settings().limits;
+        let limits = self.settings.limits;
         let agent_state = match phase {
             Phase::Decide => None,
-            Phase::ReadOnlyCall | Phase::Call => Some(session.unwrap_or_else(|| self.state().clone())),
+            Phase::ReadOnlyCall | Phase::Call => Some(self.states.for_call(session)),
         };
         let setup = CallSetup {
             tool: Arc::from(loaded.info.name.as_str()),
-            grants: self.phase_grants(loaded, phase),
+            grants: self.permissions.phase_grants(loaded, phase),
             backend: self.call_backend(),
             agent_state,
             limits,
@@ -57,25 +58,25 @@ impl Toolhost {
             output,
             // The decision exports get the settings in their context; only
             // `call` reads them from the environment.
-            tool_config: (phase != Phase::Decide).then(|| self.tool_config(&loaded.info.name).to_string()),
+            tool_config: (phase != Phase::Decide).then(|| self.permissions.tool_config(&loaded.info.name).to_string()),
         };
         loaded
             .kind
-            .instantiate(self.runtime(), setup)
+            .instantiate(self.catalog.runtime(), setup)
             .await
             .with_context(|| format!("starting tool '{}'", loaded.info.name))
     }
 
     /// A fresh instance of `tool` (loading the tool on first use) with its
     /// full grants, for running `call` once a decision allowed it. For
-    /// permission checks use [`Toolhost::decision_instance`].
+    /// permission checks use [`Pipeline::decision_instance`].
     pub async fn instantiate(
         &self,
         tool: &str,
         session: Option<Arc<AgentState>>,
         output: mpsc::Sender<Chunk>,
     ) -> Result<CallableTool> {
-        let loaded = self.tool(tool).await?;
+        let loaded = self.catalog.tool(tool).await?;
         self.instantiate_loaded(&loaded, session, output, Phase::Call).await
     }
 
@@ -83,7 +84,7 @@ impl Toolhost {
     /// processes, no agent state, output discarded), for the permission
     /// exports. It may be reused for many checks.
     pub async fn decision_instance(&self, tool: &str) -> Result<CallableTool> {
-        let loaded = self.tool(tool).await?;
+        let loaded = self.catalog.tool(tool).await?;
         let (tx, _rx) = mpsc::channel(1);
         self.instantiate_loaded(&loaded, None, tx, Phase::Decide).await
     }
@@ -96,7 +97,7 @@ impl Toolhost {
         ctx: &permission::Context,
         rules: &RuleSet,
     ) -> Result<Decision> {
-        let loaded = self.tool(tool).await?;
+        let loaded = self.catalog.tool(tool).await?;
         validate_input(&loaded, input).map_err(anyhow::Error::msg)?;
         let (tx, _rx) = mpsc::channel(1);
         let mut instance = self.instantiate_loaded(&loaded, None, tx, Phase::Decide).await?;
@@ -108,13 +109,13 @@ impl Toolhost {
     /// The call starts when the stream is first polled ([`CallStream::next`]
     /// runs it as a task; [`CallStream::finish`] runs it in the caller's
     /// task, which saves a thread hop per event).
-    pub fn call(&self, request: CallRequest) -> CallStream {
+    pub fn call(self: &Arc<Self>, request: CallRequest) -> CallStream {
         let (tx, rx) = mpsc::channel(64);
         let host = self.clone();
         let run = async move {
             let id = request.id.clone();
-            let response = match host.telemetry() {
-                Some(telemetry) => host.run_observed(telemetry.clone(), request, &tx).await,
+            let response = match host.telemetry.clone() {
+                Some(telemetry) => host.run_observed(telemetry, request, &tx).await,
                 None => host.run_logged(request, &tx).await,
             };
             if let Some(mut response) = response {
@@ -127,7 +128,7 @@ impl Toolhost {
 
     /// Runs one call end to end; `None` when it stopped for external execution.
     pub(super) async fn run_call(
-        &self,
+        self: &Arc<Self>,
         request: CallRequest,
         events: &mpsc::Sender<CallEvent>,
     ) -> Option<ToolResponse> {
@@ -140,12 +141,12 @@ impl Toolhost {
         };
         // A tool of an inactive group is neither offered nor called (and
         // not loaded to refuse it).
-        match self.inactive_refusal(&request.tool, request.session.as_deref()).await {
+        match self.catalog.inactive_refusal(&request.tool, self.states.of(request.session.as_deref())).await {
             Ok(None) => {}
             Ok(Some(refusal)) => return fail(refusal).await,
             Err(e) => return fail(e.to_string()).await,
         }
-        let loaded = match self.tool(&request.tool).await {
+        let loaded = match self.catalog.tool(&request.tool).await {
             Ok(loaded) => loaded,
             Err(LookupError::Unknown(_)) => {
                 let failed = self.failed_loads_text();
@@ -170,7 +171,7 @@ impl Toolhost {
         let input_text = input.to_string();
         // Instances come from a bounded pool: past RUNNING_CALLS calls wait
         // here (at most the call's timeout) rather than fail to instantiate.
-        let wait = std::time::Duration::from_millis(self.settings().limits.timeout_ms);
+        let wait = std::time::Duration::from_millis(self.settings.limits.timeout_ms);
         let mut running = match self.running_permit(wait).await {
             Ok(permit) => Some(permit),
             Err(e) => return fail(format!("Error: {e:#}")).await,
@@ -186,9 +187,9 @@ impl Toolhost {
                 Err(e) => return fail(format!("could not start tool '{}': {e:#}", request.tool)).await,
             };
 
-        let mode = request.mode.unwrap_or(self.mode());
+        let mode = request.mode.unwrap_or(self.permissions.mode());
         let permit = Permit { call_id: request.id.clone(), mode, events: events.clone() };
-        let decision = trace::inside(&span, self.evaluate(&mut decider, mode, &input_text)).await;
+        let decision = trace::inside(&span, self.permissions.evaluate(&mut decider, mode, &input_text)).await;
         drop(decider);
         if let Some(span) = &mut span {
             span.set(KeyValue::new("toolhost.decision.behavior", decision.behavior.as_str()));
@@ -247,15 +248,16 @@ impl Toolhost {
         };
         // The middleware chain attached to the tool (if any) wraps `call`.
         let chain = async {
-            let layers = self.middleware_registry().chain_for(&loaded.info.name)?;
+            let layers = self.catalog.middleware_registry().chain_for(&loaded.info.name)?;
             crate::execution::middleware::chain::run_chain(
-                self,
+                self.clone(),
                 layers,
                 loaded.clone(),
                 instance,
                 input,
                 input_text,
-                request.session.clone(),
+                self.states.for_call(request.session.clone()),
+                self.settings.limits,
                 permit,
                 out_tx,
                 phase,
@@ -294,8 +296,8 @@ impl Toolhost {
     }
 
     /// The permission step of a call: runs the whole engine for `input`
-    /// on `instance` ([`Toolhost::evaluate`]) and turns the decision into a
-    /// verdict, asking the caller when it says ask ([`Toolhost::answer`]).
+    /// on `instance` ([`Permissions::evaluate`](super::permissions::Permissions::evaluate)) and turns the decision into a
+    /// verdict, asking the caller when it says ask ([`Pipeline::answer`]).
     /// A middleware's rewritten input is decided here; the first decision of
     /// a call takes the two steps apart, to hold nothing while it asks.
     pub(crate) async fn decide(
@@ -306,27 +308,8 @@ impl Toolhost {
         input_text: &str,
     ) -> Verdict {
         let tool = instance.name().to_owned();
-        let decision = self.evaluate(instance, permit.mode, input_text).await;
+        let decision = self.permissions.evaluate(instance, permit.mode, input_text).await;
         self.answer(decision, &tool, permit, input).await
-    }
-
-    /// The permission engine ([`permission::evaluate`]) for `input_text` on
-    /// `instance` with `mode`, the rules in force and the tool's context;
-    /// the decision is noted for the audit log.
-    async fn evaluate(&self, instance: &mut CallableTool, mode: permission::Mode, input_text: &str) -> Decision {
-        let ctx = self.permission_context(instance.name(), mode);
-        let used = self.rules_as_last_seen();
-        let mut decision = permission::evaluate(instance, input_text, &ctx, &used.rules).await;
-        if let Some(current) = self.confirm_rules(&used, &decision).await {
-            decision = permission::evaluate(instance, input_text, &ctx, &current).await;
-        }
-        crate::audit::note(|a| a.decision(&decision));
-        trace::note(|t| {
-            t.note(|n| {
-                n.decision.get_or_insert_with(|| (decision.behavior, decision.source, decision.rule.clone()));
-            })
-        });
-        decision
     }
 
     /// The verdict of `decision` on a call of `tool` with `input`: an ask
@@ -352,7 +335,7 @@ impl Toolhost {
                 if permit.events.send(CallEvent::PermissionRequest(prompt)).await.is_err() {
                     return Verdict::Gone;
                 }
-                let pending = self.telemetry().map(|t| t.metrics().asks_pending.clone());
+                let pending = self.telemetry.as_ref().map(|t| t.metrics().asks_pending.clone());
                 if let Some(gauge) = &pending {
                     gauge.inc();
                 }
@@ -366,7 +349,7 @@ impl Toolhost {
                     PermissionAnswer::AllowOnce => Verdict::Allow(phase),
                     PermissionAnswer::AllowAndRemember(rules) => {
                         for rule in rules {
-                            if let Err(e) = self.remember(rule.clone()).await {
+                            if let Err(e) = self.permissions.remember(rule.clone()).await {
                                 let failed = CallEvent::RememberFailed { rule, message: format!("{e:#}") };
                                 let _ = permit.events.send(failed).await;
                             }
@@ -404,11 +387,11 @@ impl Toolhost {
     }
 }
 
-impl Toolhost {
+impl Pipeline {
     /// For an unknown name: the plugin files that failed to load in the
     /// background (one may have been meant), or nothing.
     fn failed_loads_text(&self) -> String {
-        let failed = self.failed_loads();
+        let failed = self.catalog.failed_loads();
         if failed.is_empty() {
             return String::new();
         }
@@ -438,29 +421,21 @@ pub fn tool_error_text(e: &ToolError) -> String {
     }
 }
 
-impl ExecutionHost for Toolhost {
+impl ExecutionHost for Pipeline {
     fn runtime(&self) -> &Runtime {
-        Toolhost::runtime(self)
+        self.catalog.runtime()
     }
 
     fn backend(&self) -> Arc<dyn Backend> {
         self.call_backend()
     }
 
-    fn agent_state(&self) -> Arc<AgentState> {
-        self.state().clone()
-    }
-
-    fn limits(&self) -> Limits {
-        self.settings().limits
-    }
-
     fn middleware_grants(&self, name: &str, phase: Phase) -> Arc<Grants> {
-        self.middleware_phase_grants(name, phase)
+        self.permissions.middleware_phase_grants(name, phase)
     }
 
     fn middleware_config(&self, name: &str) -> String {
-        Toolhost::middleware_config(self, name)
+        Pipeline::middleware_config(self, name)
     }
 
     fn instantiate<'a>(
@@ -480,6 +455,6 @@ impl ExecutionHost for Toolhost {
         input: &'a serde_json::Value,
         input_text: &'a str,
     ) -> BoxFuture<'a, Verdict> {
-        Box::pin(Toolhost::decide(self, instance, permit, input, input_text))
+        Box::pin(Pipeline::decide(self, instance, permit, input, input_text))
     }
 }

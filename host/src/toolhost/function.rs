@@ -11,6 +11,6 @@ impl Toolhost {
     /// schema is not a valid `type: object` JSON Schema.
     pub fn register_function(&self, tool: FunctionTool) -> Result<ToolInfo, LoadError> {
         let label = format!("function tool {}", tool.name());
-        self.insert_loaded(load_function(tool)?, &label)
+        self.catalog().insert_loaded(load_function(tool)?, &label)
     }
 }

@@ -7,8 +7,8 @@
 //! One compile at a time, in the order queued (a compile takes hundreds of
 //! MB), each on the low-priority threads of [`crate::runtime::background`],
 //! on a thread of its own (never a tokio thread). Its tool is registered
-//! when its load is done, which moves [`Toolhost::tool_list_changes`] on as
-//! any new tool does. A failed load is kept ([`Toolhost::failed_loads`]);
+//! when its load is done, which moves [`crate::Toolhost::tool_list_changes`] on as
+//! any new tool does. A failed load is kept ([`crate::Toolhost::failed_loads`]);
 //! the rest of the host is not affected.
 //!
 //! **Baseline first.** Unless the runtime always optimises, a plugin's
@@ -18,7 +18,7 @@
 //! the loads) and swapped in without a change clients see
 //! ([`crate::catalog::registry::Registry::upgrade`]), and stored in the
 //! cache for every later start. A process that ends first (a one-shot CLI
-//! command) hands [`Toolhost::plugins_to_optimise`] to another.
+//! command) hands [`crate::Toolhost::plugins_to_optimise`] to another.
 //!
 //! **Built-ins too.** A built-in whose first use ran on baseline code (its
 //! optimised code was not cached) gets the same optimising compile, queued
@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{oneshot, watch};
 use wasmtime::component::Component;
 
-use super::{Inner, Toolhost};
+use super::catalog::Catalog;
 use crate::catalog::builtin::Builtin;
 use crate::catalog::tool::{LoadError, Origin};
 use crate::execution::component::{load_compiled, recompiled};
@@ -73,7 +73,7 @@ pub struct FailedLoad {
     pub error: String,
 }
 
-/// The background loads that failed, as [`Toolhost::ready`] reports them.
+/// The background loads that failed, as [`crate::Toolhost::ready`] reports them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadFailures(pub Vec<FailedLoad>);
 
@@ -211,7 +211,7 @@ impl Loads {
     }
 }
 
-impl Toolhost {
+impl Catalog {
     /// Queues the load of a plugin file whose compiled code is not cached
     /// (its quick checks passed); `false` when there is no tokio runtime to
     /// run it on (the caller loads it now instead).
@@ -232,7 +232,7 @@ impl Toolhost {
     /// code, when this host optimises in the background; `false` when it
     /// does not (or has no tokio runtime).
     pub(super) fn queue_optimise_builtin(&self, builtin: &'static Builtin) -> bool {
-        if !self.inner.optimise_builtins {
+        if !self.optimise_builtins {
             return false;
         }
         let job = Job {
@@ -247,8 +247,8 @@ impl Toolhost {
 
     fn queue(&self, job: Job) -> bool {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return false };
-        if self.inner.loads.push(job) {
-            runtime.spawn(work(Arc::downgrade(&self.inner)));
+        if self.loads.push(job) {
+            runtime.spawn(work(self.me()));
         }
         true
     }
@@ -259,7 +259,7 @@ impl Toolhost {
     /// this one ends before it has (the CLI does, see
     /// `toolhost __optimise-builtins`).
     pub fn plugins_to_optimise(&self) -> Vec<(PathBuf, String)> {
-        let state = self.inner.loads.state.lock_unpoisoned();
+        let state = self.loads.state.lock_unpoisoned();
         let pending = state.pending.iter().map(|p| (p.file.clone(), p.sha256.clone()));
         pending.chain(state.baseline.iter().cloned()).collect()
     }
@@ -268,21 +268,21 @@ impl Toolhost {
     /// load. Their tools are not registered yet. Empty once every load is
     /// done.
     pub fn pending_loads(&self) -> Vec<PendingLoad> {
-        self.inner.loads.state.lock_unpoisoned().pending.clone()
+        self.loads.state.lock_unpoisoned().pending.clone()
     }
 
     /// The plugin files of this host's settings whose background load
     /// failed, with why. (A watching host reports what its reloads refuse
     /// in [`crate::reload::Watcher::status`].)
     pub fn failed_loads(&self) -> Vec<FailedLoad> {
-        self.inner.loads.state.lock_unpoisoned().failed.clone()
+        self.loads.state.lock_unpoisoned().failed.clone()
     }
 
-    /// Moves on at every change of [`Toolhost::pending_loads`] and
-    /// [`Toolhost::failed_loads`] after this call (a front end shows
+    /// Moves on at every change of [`crate::Toolhost::pending_loads`] and
+    /// [`crate::Toolhost::failed_loads`] after this call (a front end shows
     /// progress, or tells its clients of a failure).
     pub fn load_changes(&self) -> watch::Receiver<u64> {
-        self.inner.loads.changes.subscribe()
+        self.loads.changes.subscribe()
     }
 
     /// Waits until no plugin is loading in the background; then every
@@ -290,7 +290,7 @@ impl Toolhost {
     /// each failed file and why. Returns at once when nothing loads. A
     /// one-shot program that needs every tool (a listing) waits here; a
     /// server need not: it serves the other tools meanwhile, and
-    /// [`Toolhost::tool_list_changes`] tells of each tool as it arrives.
+    /// [`crate::Toolhost::tool_list_changes`] tells of each tool as it arrives.
     pub async fn ready(&self) -> Result<(), LoadFailures> {
         let mut changes = self.load_changes();
         while !self.pending_loads().is_empty() {
@@ -326,12 +326,14 @@ impl Toolhost {
         first_use: Tier,
     ) -> Result<Compiled, LoadError> {
         let (tx, rx) = oneshot::channel();
-        let host = self.clone();
+        let Some(catalog) = self.me().upgrade() else {
+            return Err(LoadError::Compile(label.into(), "the host was dropped".into()));
+        };
         let owned = label.to_string();
         std::thread::Builder::new()
             .name("toolhost-load".into())
             .spawn(move || {
-                let _ = tx.send(host.runtime().compile_in_background(&bytes, &owned, first_use));
+                let _ = tx.send(catalog.runtime().compile_in_background(&bytes, &owned, first_use));
             })
             .map_err(|e| LoadError::Compile(label.into(), format!("could not start a compile thread: {e}")))?;
         match rx.await {
@@ -364,7 +366,7 @@ impl Toolhost {
         // None: nothing loaded under the name (yet); Some(None): another
         // tool; Some(Some(tool)): this one.
         let serving = || {
-            let tool = self.inner.tools.entry(name)?.loaded()?;
+            let tool = self.tools.entry(name)?.loaded()?;
             Some((tool.info.sha256 == job.sha256 && tool.info.origin == *origin).then_some(tool))
         };
         if let Some(None) = serving() {
@@ -373,7 +375,7 @@ impl Toolhost {
         let (component, ..) = self.compile_off_thread(job.bytes.clone(), &job.label, Tier::Optimised).await?;
         let Some(Some(serving)) = serving() else { return Ok(()) };
         let optimised = recompiled(self.runtime(), &component, &serving)?;
-        if self.inner.tools.upgrade(name, Arc::new(optimised), |now| std::ptr::eq(now, &*serving)) {
+        if self.tools.upgrade(name, Arc::new(optimised), |now| std::ptr::eq(now, &*serving)) {
             tracing::info!("{name} ({}) now runs optimised code", job.label);
         }
         Ok(())
@@ -382,11 +384,10 @@ impl Toolhost {
 
 /// The worker: loads the queued plugins one by one until the queue is
 /// empty or the host is gone.
-async fn work(host: Weak<Inner>) {
+async fn work(catalog: Weak<Catalog>) {
     loop {
-        let Some(inner) = host.upgrade() else { return };
-        let host = Toolhost { inner };
-        let Some(job) = host.inner.loads.start_next() else { return };
+        let Some(host) = catalog.upgrade() else { return };
+        let Some(job) = host.loads.start_next() else { return };
         let outcome = match &job.work {
             Work::Load => host.load_queued(&job).await,
             Work::Optimise { name, origin } => host.optimise_queued(&job, name, origin).await,
@@ -394,7 +395,7 @@ async fn work(host: Weak<Inner>) {
         if let Err(e) = &outcome {
             tracing::warn!("loading {} in the background failed: {e}", job.label);
         }
-        host.inner.loads.finish(&job, outcome.err().map(|e| e.to_string()));
+        host.loads.finish(&job, outcome.err().map(|e| e.to_string()));
     }
 }
 

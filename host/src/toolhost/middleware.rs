@@ -1,14 +1,14 @@
 //! Middleware on the façade: loading, registering, attaching, replacing
 //! and unloading (the chain itself is [`crate::execution::middleware`]).
 
-use crate::sync::{MutexExt, RwLockExt};
+use crate::sync::RwLockExt;
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Result;
 
 use super::{AttachError, Toolhost};
-use crate::capability::{Declared, Grants, Phase, PhaseGrants};
+use crate::capability::Grants;
 use crate::catalog::tool::{LoadError, Origin};
 use crate::execution::middleware::loader::check_name;
 use crate::execution::middleware::registry::Layer;
@@ -19,16 +19,20 @@ impl Toolhost {
     /// Loads a middleware component from a `.wasm` file. It runs for the
     /// tools it is then attached to ([`Toolhost::attach`]).
     pub async fn load_middleware(&self, path: &Path) -> Result<MiddlewareInfo, LoadError> {
-        let own = self.read_component(path, "middleware")?;
+        let own = self.catalog().read_component(path, "middleware")?;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let label = path.display().to_string();
-        self.check_component(path, &own, &label)?;
+        self.catalog().check_component(path, &own, &label)?;
         let bytes = own.bytes;
         let loaded = load_middleware_component(self.runtime(), &bytes, Origin::File(abs), &label).await?;
         let info = loaded.info.clone();
         let name = info.name.clone();
-        let registry = self.middleware_registry();
-        self.insert_middleware(|| registry.insert(Layer::Component(Arc::new(loaded)), info, &label), &name, &label)
+        let registry = self.catalog().middleware_registry();
+        self.catalog().insert_middleware(
+            || registry.insert(Layer::Component(Arc::new(loaded)), info, &label),
+            &name,
+            &label,
+        )
     }
 
     /// Registers a native Rust middleware under its [`NativeMiddleware::name`].
@@ -37,8 +41,8 @@ impl Toolhost {
         check_name(middleware.name(), &label)?;
         let info = MiddlewareInfo::native(middleware.as_ref());
         let name = info.name.clone();
-        let registry = self.middleware_registry();
-        self.insert_middleware(|| registry.insert(Layer::Native(middleware), info, &label), &name, &label)
+        let registry = self.catalog().middleware_registry();
+        self.catalog().insert_middleware(|| registry.insert(Layer::Native(middleware), info, &label), &name, &label)
     }
 
     /// Attaches middleware to `tool` (or to every tool with `"*"`), after
@@ -51,7 +55,7 @@ impl Toolhost {
     {
         let names: Vec<String> = names.into_iter().map(|n| n.as_ref().to_string()).collect();
         {
-            let layers = self.middleware_registry().layers.read_unpoisoned();
+            let layers = self.catalog().middleware_registry().layers.read_unpoisoned();
             if let Some(name) = names.iter().find(|name| !layers.contains_key(*name)) {
                 return Err(AttachError::NotLoaded {
                     name: name.clone(),
@@ -63,49 +67,35 @@ impl Toolhost {
         if tool != EVERY_TOOL && !self.is_registered(tool) {
             tracing::warn!("middleware attached to '{tool}', which is not loaded (yet)");
         }
-        self.middleware_registry().attach.write_unpoisoned().entry(tool.to_string()).or_default().extend(names);
+        self.catalog()
+            .middleware_registry()
+            .attach
+            .write_unpoisoned()
+            .entry(tool.to_string())
+            .or_default()
+            .extend(names);
         Ok(())
     }
 
     /// Detaches every middleware from `tool` (or from `"*"`).
     pub fn detach_all(&self, tool: &str) {
-        self.middleware_registry().attach.write_unpoisoned().remove(tool);
+        self.catalog().middleware_registry().attach.write_unpoisoned().remove(tool);
     }
 
     /// Every loaded middleware, sorted by name.
     pub fn middleware(&self) -> Vec<MiddlewareInfo> {
-        self.middleware_registry().layers.read_unpoisoned().values().map(|(_, i)| i.clone()).collect()
+        self.catalog().middleware_registry().layers.read_unpoisoned().values().map(|(_, i)| i.clone()).collect()
     }
 
     /// The names of the middleware that wrap `tool`'s calls, outermost first.
     pub fn middleware_for(&self, tool: &str) -> Vec<String> {
-        self.middleware_registry().names_for(tool)
+        self.catalog().middleware_registry().names_for(tool)
     }
 
-    /// The grants of a middleware component: exactly what `[grants.NAME]`
-    /// (or `--grant NAME=...`) gives it, nothing by default.
+    /// The grants of a middleware component
+    /// ([`super::Permissions::middleware_grants`]).
     pub fn middleware_grants(&self, name: &str) -> Grants {
-        let policy = self.settings().grants.get(name).cloned().unwrap_or_default();
-        let declared = Declared {
-            fs_read: policy.fs_read.clone(),
-            fs_write: policy.fs_write.clone(),
-            process_exec: policy.process_exec,
-            network: false,
-            state: policy.state,
-        };
-        Grants::intersect(name, &declared, &policy, self.working_dirs(), &[], false)
-    }
-
-    /// [`Toolhost::middleware_grants`] shaped for `phase`, computed once per
-    /// middleware name.
-    pub(crate) fn middleware_phase_grants(&self, name: &str, phase: Phase) -> Arc<Grants> {
-        let mut cache = self.inner.middleware_grants.lock_unpoisoned();
-        if let Some(grants) = cache.get(name) {
-            return grants.get(phase);
-        }
-        let grants = Arc::new(PhaseGrants::new(self.middleware_grants(name)));
-        cache.insert(name.to_string(), grants.clone());
-        grants.get(phase)
+        self.permissions().middleware_grants(name)
     }
 
     /// Loads `[middleware].files` and applies `[middleware.attach]`.

@@ -20,7 +20,7 @@
 //! allow_write` ([`crate::settings::Settings::tool_writable_roots`] over
 //! [`crate::backend::BackendOptions::writable_paths`]).
 //! The bytes checked are the bytes compiled: they are read once
-//! ([`Toolhost::read_component`], bounded, regular files only).
+//! ([`Catalog::read_component`], bounded, regular files only).
 
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 
-use super::Toolhost;
+use super::catalog::Catalog;
 use crate::catalog::tool::LoadError;
 use crate::lockfile::{LockFile, sha256_hex};
 use crate::oci::resolve::judge;
@@ -50,22 +50,22 @@ pub(super) fn read_lock(path: &Path, locked: bool) -> Result<Option<Arc<LockFile
     Ok(lock.map(Arc::new))
 }
 
-impl Toolhost {
+impl Catalog {
     /// The lock file as last read (`None`: there is none).
     pub fn lock_file(&self) -> Option<Arc<LockFile>> {
-        self.inner.lock.read_unpoisoned().clone()
+        self.lock.read_unpoisoned().clone()
     }
 
     /// Where this host reads its lock file.
     pub fn lock_path(&self) -> &Path {
-        &self.inner.lock_path
+        &self.lock_path
     }
 
     /// Reads the lock file again (a watching host does when it changes).
     /// A lock that no longer reads is an error, and the last good one stays.
     pub(crate) fn reread_lock(&self) -> Result<()> {
-        let lock = read_lock(&self.inner.lock_path, self.settings().locked)?;
-        *self.inner.lock.write_unpoisoned() = lock;
+        let lock = read_lock(&self.lock_path, self.settings.locked)?;
+        *self.lock.write_unpoisoned() = lock;
         Ok(())
     }
 
@@ -75,7 +75,7 @@ impl Toolhost {
     /// read (a FIFO, a device or a huge sparse file is refused, not waited
     /// on or read into memory).
     pub(crate) fn read_component(&self, path: &Path, what: &'static str) -> Result<OwnFile, LoadError> {
-        crate::own_file::read(path, self.settings().limits.component_bound()).map_err(|error| LoadError::Read {
+        crate::own_file::read(path, self.settings.limits.component_bound()).map_err(|error| LoadError::Read {
             what,
             path: path.to_path_buf(),
             error,
@@ -84,13 +84,13 @@ impl Toolhost {
 
     /// Refuses the bytes read from `file` unless their SHA-256 is pinned,
     /// when this host is locked or the file lies where tools write (see
-    /// the module docs). `own` is what [`Toolhost::read_component`] read.
+    /// the module docs). `own` is what [`Catalog::read_component`] read.
     pub(crate) fn check_component(&self, file: &Path, own: &OwnFile, label: &str) -> Result<(), LoadError> {
         self.check_signature(file, &own.bytes, label)?;
-        if self.settings().locked {
+        if self.settings.locked {
             return self.check_pinned(&own.bytes, label);
         }
-        let Some(reason) = pin_reason(file, &own.meta, &self.inner.writable_roots) else { return Ok(()) };
+        let Some(reason) = pin_reason(file, &own.meta, &self.writable_roots) else { return Ok(()) };
         let sha256 = sha256_hex(&own.bytes);
         if self.lock_file().is_some_and(|lock| lock.by_hash(&sha256).is_some()) {
             return Ok(());
@@ -99,7 +99,7 @@ impl Toolhost {
             label: label.to_string(),
             reason,
             sha256,
-            lock_file: self.inner.lock_path.clone(),
+            lock_file: self.lock_path.clone(),
         })
     }
 
@@ -108,8 +108,8 @@ impl Toolhost {
     /// `sign-blob` format) is valid by a key of `[trust] keys`. A component
     /// of the content store was verified when it was pulled.
     pub(crate) fn check_signature(&self, file: &Path, bytes: &[u8], label: &str) -> Result<(), LoadError> {
-        let trust = &self.settings().trust;
-        if !trust.require_signature || file.starts_with(Store::new(&self.settings().cache_dir()).root()) {
+        let trust = &self.settings.trust;
+        if !trust.require_signature || file.starts_with(Store::new(&self.settings.cache_dir()).root()) {
             return Ok(());
         }
         let judged = signature::trusted_keys(&trust.keys)
@@ -120,14 +120,14 @@ impl Toolhost {
 
     /// With `locked`, refuses `bytes` unless their SHA-256 is pinned.
     pub(crate) fn check_pinned(&self, bytes: &[u8], label: &str) -> Result<(), LoadError> {
-        if !self.settings().locked {
+        if !self.settings.locked {
             return Ok(());
         }
         let sha256 = sha256_hex(bytes);
         if self.lock_file().is_some_and(|lock| lock.by_hash(&sha256).is_some()) {
             return Ok(());
         }
-        Err(LoadError::NotPinned { label: label.to_string(), sha256, lock_file: self.inner.lock_path.clone() })
+        Err(LoadError::NotPinned { label: label.to_string(), sha256, lock_file: self.lock_path.clone() })
     }
 }
 

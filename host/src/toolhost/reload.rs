@@ -169,7 +169,7 @@ impl Reloader {
         let mut loaded = BTreeMap::new();
         let mut approved = BTreeMap::new();
         for name in host.names() {
-            if let Ok(info) = host.inner.tools.info(&name)
+            if let Ok(info) = host.catalog().tools.info(&name)
                 && let Origin::File(file) = &info.origin
             {
                 loaded.insert(
@@ -254,7 +254,7 @@ impl Reloader {
             return;
         }
         self.lock_sha256 = now;
-        match self.host.reread_lock() {
+        match self.host.catalog().reread_lock() {
             Ok(()) => {
                 tracing::info!("re-read the lock file {}", self.host.lock_path().display());
                 self.approve_locked();
@@ -281,7 +281,7 @@ impl Reloader {
         self.status.retain(|f, _| files.contains_key(f) || self.loaded.contains_key(f));
         for (file, kind) in &files {
             let what = if *kind == FileKind::Tool { "plugin" } else { "middleware" };
-            let own = match self.host.read_component(file, what) {
+            let own = match self.host.catalog().read_component(file, what) {
                 Ok(own) => own,
                 Err(e) => {
                     self.fail(file, *kind, &format!("cannot read {}: {e:#}", file.display()));
@@ -336,7 +336,7 @@ impl Reloader {
         sha256: String,
         removed: &mut Vec<PathBuf>,
     ) {
-        if let Err(e) = self.host.check_component(file, &own, &file.display().to_string()) {
+        if let Err(e) = self.host.catalog().check_component(file, &own, &file.display().to_string()) {
             return self.reject(file, kind, sha256, &format!("{e:#}"));
         }
         let bytes = own.bytes;
@@ -434,7 +434,7 @@ impl Reloader {
             let label = file.display().to_string();
             check_world_of(&bytes, &label, ComponentKind::Tool)?;
             let sha256 = hex::encode(Sha256::digest(&bytes));
-            let compiled = self.host.compile_off_thread(bytes.into(), &label, Tier::Optimised).await?;
+            let compiled = self.host.catalog().compile_off_thread(bytes.into(), &label, Tier::Optimised).await?;
             let origin = Origin::File(file.to_path_buf());
             let report = load_compiled(self.host.runtime(), compiled, origin, &label, sha256).await?;
             return Ok(Staged::Tool(Box::new(report.tool)));
@@ -457,12 +457,13 @@ impl Reloader {
         match staged {
             Staged::Tool(tool) => {
                 let name = tool.info.name.clone();
-                self.host.inner.tools.replace(&name, Arc::new(*tool)).map(drop).map_err(|e| e.to_string())
+                self.host.catalog().tools.replace(&name, Arc::new(*tool)).map(drop).map_err(|e| e.to_string())
             }
             Staged::Middleware(mw) => {
                 let info = mw.info.clone();
                 let name = info.name.clone();
                 self.host
+                    .catalog()
                     .middleware_registry()
                     .replace(Layer::Component(Arc::new(mw)), info)
                     .map(drop)
@@ -475,12 +476,13 @@ impl Reloader {
     fn insert(&self, staged: Staged, file: &Path) -> Result<(), String> {
         let label = file.display().to_string();
         match staged {
-            Staged::Tool(tool) => self.host.insert_loaded(*tool, &label).map(drop).map_err(|e| e.to_string()),
+            Staged::Tool(tool) => self.host.catalog().insert_loaded(*tool, &label).map(drop).map_err(|e| e.to_string()),
             Staged::Middleware(mw) => {
                 let info = mw.info.clone();
                 let name = info.name.clone();
-                let registry = self.host.middleware_registry();
+                let registry = self.host.catalog().middleware_registry();
                 self.host
+                    .catalog()
                     .insert_middleware(|| registry.insert(Layer::Component(Arc::new(mw)), info, &label), &name, &label)
                     .map(drop)
                     .map_err(|e| e.to_string())
@@ -492,8 +494,8 @@ impl Reloader {
     /// version serving from it.
     fn renamed(&self, file: &Path, old: &Loaded, new: &str) -> String {
         let taken = match old.kind {
-            FileKind::Tool => self.host.is_registered(new) || self.host.middleware_registry().has(new),
-            FileKind::Middleware => self.host.middleware_registry().has(new) || self.host.is_registered(new),
+            FileKind::Tool => self.host.is_registered(new) || self.host.catalog().middleware_registry().has(new),
+            FileKind::Middleware => self.host.catalog().middleware_registry().has(new) || self.host.is_registered(new),
         };
         let whose =
             if taken { ", which is the name of another loaded tool or middleware".to_string() } else { String::new() };
@@ -556,7 +558,7 @@ impl Reloader {
             return;
         };
         let grants = match loaded.kind {
-            FileKind::Tool => match self.host.inner.tools.info(&loaded.name) {
+            FileKind::Tool => match self.host.catalog().tools.info(&loaded.name) {
                 Ok(info) => describe_grants(&self.host.grants_for(&info)),
                 Err(_) => "nothing".into(),
             },

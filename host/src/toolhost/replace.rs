@@ -56,7 +56,7 @@ impl Toolhost {
         let label = new.label();
         let tool: LoadedTool = match new {
             Replacement::File(path) => {
-                let bytes = self.read_component(&path, "plugin")?.bytes;
+                let bytes = self.catalog().read_component(&path, "plugin")?.bytes;
                 let abs = std::path::absolute(&path).unwrap_or(path);
                 load_component(self.runtime(), &bytes, Origin::File(abs), &label).await?.tool
             }
@@ -71,7 +71,7 @@ impl Toolhost {
             return Err(ReplaceError::Renamed { kind: "tool", name, label, reported });
         }
         let info = tool.info.clone();
-        self.inner.tools.replace(name, Arc::new(tool))?;
+        self.catalog().tools.replace(name, Arc::new(tool))?;
         Ok(info)
     }
 
@@ -79,13 +79,13 @@ impl Toolhost {
     /// a native middleware), atomically: chains that start afterwards use
     /// it, its attachments stay. `new` must report the same name.
     pub async fn replace_middleware(&self, name: &str, new: Replacement) -> Result<MiddlewareInfo, ReplaceError> {
-        if !self.middleware_registry().has(name) {
+        if !self.catalog().middleware_registry().has(name) {
             return Err(ReplaceError::UnknownMiddleware(name.to_string()));
         }
         let label = new.label();
         let (layer, info) = match new {
             Replacement::File(path) => {
-                let bytes = self.read_component(&path, "middleware")?.bytes;
+                let bytes = self.catalog().read_component(&path, "middleware")?.bytes;
                 let abs = std::path::absolute(&path).unwrap_or(path);
                 let loaded = load_middleware_component(self.runtime(), &bytes, Origin::File(abs), &label).await?;
                 let info = loaded.info.clone();
@@ -105,7 +105,10 @@ impl Toolhost {
             let (name, reported) = (name.to_string(), info.name);
             return Err(ReplaceError::Renamed { kind: "middleware", name, label, reported });
         }
-        self.middleware_registry().replace(layer, info).ok_or_else(|| ReplaceError::UnknownMiddleware(name.to_string()))
+        self.catalog()
+            .middleware_registry()
+            .replace(layer, info)
+            .ok_or_else(|| ReplaceError::UnknownMiddleware(name.to_string()))
     }
 
     /// Unloads the middleware `name`; returns whether it was loaded. Its
@@ -114,6 +117,6 @@ impl Toolhost {
     /// a middleware may enforce a policy, and unloading it does not lift
     /// that policy silently. Calls already running finish with it.
     pub fn unload_middleware(&self, name: &str) -> bool {
-        self.middleware_registry().remove(name)
+        self.catalog().middleware_registry().remove(name)
     }
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 
-use super::Toolhost;
+use super::permissions::Permissions;
 use crate::coordination::{RememberedRule, RuleStore};
 use crate::permission::{Behavior, Decision, Rule, RuleSet, Source};
 use crate::sync::MutexExt;
@@ -48,14 +48,14 @@ pub(crate) struct DecisionRules {
     current: bool,
 }
 
-impl Toolhost {
+impl Permissions {
     /// The rules for a decision, without a store command: those in force
     /// here plus the remembered ones as this process last read them. The
-    /// decision made with them stands only if [`Toolhost::confirm_rules`]
+    /// decision made with them stands only if [`Permissions::confirm_rules`]
     /// says so.
     pub(crate) fn rules_as_last_seen(&self) -> DecisionRules {
         let base = self.rules();
-        let Some(shared) = self.inner.shared_rules.as_ref() else {
+        let Some(shared) = self.shared_rules.as_ref() else {
             return DecisionRules { rules: base, current: true };
         };
         let rules = match shared.seen.lock_unpoisoned().as_mut() {
@@ -78,7 +78,7 @@ impl Toolhost {
         if used.current {
             return None;
         }
-        let shared = self.inner.shared_rules.as_ref()?;
+        let shared = self.shared_rules.as_ref()?;
         if decision.behavior == Behavior::Allow && !shared.made(decision) {
             return None;
         }
@@ -94,9 +94,9 @@ impl Toolhost {
     }
 
     /// Remembers `rule`: in the shared store when there is one, else as
-    /// [`Toolhost::remember_rule`] does.
+    /// [`Permissions::remember_rule`] does.
     pub(crate) async fn remember(&self, rule: Rule) -> Result<()> {
-        let Some(shared) = self.inner.shared_rules.as_ref() else { return self.remember_rule(rule) };
+        let Some(shared) = self.shared_rules.as_ref() else { return self.remember_rule(rule) };
         let record = RememberedRule {
             rule: rule.to_string(),
             behavior: rule.behavior,

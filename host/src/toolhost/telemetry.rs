@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use opentelemetry::KeyValue;
 use tokio::sync::mpsc;
 
+use super::CallRequest;
 use super::audit::{outcome, output_bytes};
-use super::{CallRequest, Toolhost};
+use super::pipeline::Pipeline;
 use crate::events::CallEvent;
 use crate::permission::Behavior;
 use crate::response::{ContentBlock, ToolResponse};
@@ -17,11 +18,11 @@ use crate::telemetry::metrics::Phase;
 use crate::telemetry::trace::{self, CallTrace, Notes};
 use crate::telemetry::{Metrics, Telemetry, UNKNOWN_TOOL};
 
-impl Toolhost {
+impl Pipeline {
     /// Traces and metrics, when the settings or the builder turned either
     /// on ([`super::ToolhostBuilder::metrics`]).
     pub fn telemetry(&self) -> Option<&Arc<Telemetry>> {
-        self.inner.telemetry.as_ref()
+        self.telemetry.as_ref()
     }
 
     /// The Prometheus text of the host's metrics, the gauges and counts
@@ -29,20 +30,20 @@ impl Toolhost {
     /// cache's) read now; `None` when the host keeps no metrics.
     pub fn metrics_text(&self) -> Option<String> {
         let metrics = self.telemetry()?.metrics();
-        let in_use = super::RUNNING_CALLS.saturating_sub(self.inner.running.available_permits());
+        let in_use = self.running_calls();
         metrics.instances_in_use.set(in_use as i64);
         if let Some(log) = self.audit_log() {
             let stats = log.stats();
             Metrics::catch_up(&metrics.audit_written, stats.written);
             Metrics::catch_up(&metrics.audit_dropped, stats.dropped);
         }
-        Metrics::catch_up(&metrics.compile_cache_hits, self.runtime().cache_hits());
+        Metrics::catch_up(&metrics.compile_cache_hits, self.catalog.runtime().cache_hits());
         Some(metrics.render())
     }
 
-    /// [`Toolhost::run_call`], audited when the host keeps an audit log.
+    /// [`Pipeline::run_call`], audited when the host keeps an audit log.
     pub(super) async fn run_logged(
-        &self,
+        self: &Arc<Self>,
         request: CallRequest,
         events: &mpsc::Sender<CallEvent>,
     ) -> Option<ToolResponse> {
@@ -52,10 +53,10 @@ impl Toolhost {
         }
     }
 
-    /// [`Toolhost::run_logged`] in a [`CallTrace`] scope, then counted and
+    /// [`Pipeline::run_logged`] in a [`CallTrace`] scope, then counted and
     /// its span completed.
     pub(super) async fn run_observed(
-        &self,
+        self: &Arc<Self>,
         telemetry: Arc<Telemetry>,
         request: CallRequest,
         events: &mpsc::Sender<CallEvent>,
@@ -63,8 +64,9 @@ impl Toolhost {
         let started = Instant::now();
         // A name the host does not know is the model's text: neither a span
         // name nor a label carries it.
-        let tool = if self.is_registered(&request.tool) { request.tool.clone() } else { UNKNOWN_TOOL.to_owned() };
-        let mode = request.mode.unwrap_or(self.mode());
+        let tool =
+            if self.catalog.is_registered(&request.tool) { request.tool.clone() } else { UNKNOWN_TOOL.to_owned() };
+        let mode = request.mode.unwrap_or(self.permissions.mode());
         let call = Arc::new(match telemetry.tracing() {
             Some(tracing) => tracing.call_span(&tool, &request.id, request.trace.as_ref()),
             None => CallTrace::untraced(),

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{Toolhost, builtin_entry};
+use super::Toolhost;
+use super::catalog::builtin_entry;
 use crate::catalog::builtin::{self, BUILTINS, Builtin, TOOL_NAMES};
 use crate::catalog::function::FunctionTool;
 use crate::catalog::tool::{LoadError, LookupError, Origin};
@@ -127,7 +128,7 @@ async fn a_builtin_reporting_another_name_is_a_load_error_that_spares_the_others
     // Registered lazily, it fails when first needed, with the same error,
     // every time it is needed, and no other tool is affected.
     let leaked: &'static Builtin = Box::leak(Box::new(misnamed));
-    host.register("Shell", builtin_entry(leaked, std::sync::Weak::new()), "test").expect("Shell is free");
+    host.catalog().register("Shell", builtin_entry(leaked, std::sync::Weak::new()), "test").expect("Shell is free");
     assert!(host.is_registered("Shell") && !host.is_loaded("Shell"));
     for _ in 0..2 {
         let err = host.describe("Shell").await.expect_err("Shell cannot load");
@@ -185,7 +186,7 @@ async fn concurrent_first_uses_load_a_builtin_once() {
     let tasks: Vec<_> = (0..8)
         .map(|_| {
             let host = host.clone();
-            tokio::spawn(async move { host.tool("Grep").await.expect("Grep loads") })
+            tokio::spawn(async move { host.catalog().tool("Grep").await.expect("Grep loads") })
         })
         .collect();
     let mut tools = Vec::new();

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::Toolhost;
+use super::catalog::Catalog;
 use crate::catalog::group::{RESET_TOOLS, ToolGroups};
 use crate::catalog::skill::{SKILL, Skills};
 use crate::catalog::tool::{LoadError, ToolInfo};
@@ -57,16 +57,16 @@ impl MetaTool for SkillViewer {
     }
 }
 
-impl Toolhost {
+impl Catalog {
     /// Registers `Skill` when a skill was found and `reset_tools` when a
     /// group besides `basic` is configured.
     pub(super) fn register_meta_tools(&self) -> Result<(), LoadError> {
-        let skills = self.inner.skills.clone();
+        let skills = self.skills.clone();
         if !skills.is_empty() {
             let label = format!("the meta tool {SKILL} ([skills] in the settings)");
             self.insert_loaded(load_meta(Arc::new(SkillViewer(skills)))?, &label)?;
         }
-        let groups = self.inner.groups.clone();
+        let groups = self.groups.clone();
         if !groups.is_empty() {
             let label = format!("the meta tool {RESET_TOOLS} ([groups] in the settings)");
             self.insert_loaded(load_meta(Arc::new(ResetTools(groups)))?, &label)?;
@@ -74,59 +74,33 @@ impl Toolhost {
         Ok(())
     }
 
-    /// The skills found in `[skills] dirs`.
-    pub fn skills(&self) -> &Skills {
-        &self.inner.skills
-    }
-
-    /// What was wrong with each folder of `[skills] dirs` that is not a
-    /// skill (each names the folder and the fix); those folders are
-    /// skipped.
-    pub fn skill_problems(&self) -> &[String] {
-        self.inner.skills.problems()
-    }
-
-    /// The configured tool groups (empty when none is).
-    pub fn groups(&self) -> &ToolGroups {
-        &self.inner.groups
-    }
-
-    /// The tools offered to a session whose agent state is `session` (the
-    /// host's own state when `None`): the meta tools first, then every tool
-    /// of `basic` and of the session's active groups, by name. Loads
-    /// nothing, like [`Toolhost::list`].
-    pub async fn available(&self, session: Option<&AgentState>) -> Result<Vec<ToolInfo>, ListToolsError> {
-        let active = self.active_groups(session).await?;
-        let mut tools: Vec<ToolInfo> = self
-            .list()
-            .await?
-            .into_iter()
-            .filter(|t| self.inner.groups.inactive_group(&t.name, &active).is_none())
-            .collect();
+    /// The tools offered to a session whose agent state is `state`: the
+    /// meta tools first, then every tool of `basic` and of the session's
+    /// active groups, by name. Loads nothing, like [`Catalog::list`].
+    pub async fn available(&self, state: &AgentState) -> Result<Vec<ToolInfo>, ListToolsError> {
+        let active = self.active_groups(state).await?;
+        let mut tools: Vec<ToolInfo> =
+            self.list()?.into_iter().filter(|t| self.groups.inactive_group(&t.name, &active).is_none()).collect();
         // The meta tools lead the listing, as in the reference.
         tools.sort_by_key(|t| (t.name != SKILL, t.name != RESET_TOOLS));
         Ok(tools)
     }
 
-    /// The refusal of a call to `tool` when its group is inactive in
-    /// `session` (the host's own state when `None`); `None` when the tool
-    /// may be called.
-    pub async fn inactive_refusal(
-        &self,
-        tool: &str,
-        session: Option<&AgentState>,
-    ) -> Result<Option<String>, StateError> {
-        let Some(group) = self.inner.groups.group_of(tool) else { return Ok(None) };
-        let active = self.active_groups(session).await?;
+    /// The refusal of a call to `tool` when its group is inactive in the
+    /// session whose agent state is `state`; `None` when the tool may be
+    /// called.
+    pub async fn inactive_refusal(&self, tool: &str, state: &AgentState) -> Result<Option<String>, StateError> {
+        let Some(group) = self.groups.group_of(tool) else { return Ok(None) };
+        let active = self.active_groups(state).await?;
         Ok((!active.contains(&group.name)).then(|| ToolGroups::inactive_message(tool, &group.name)))
     }
 
-    /// The active groups of `session` (the host's own state when `None`);
-    /// none are read when no group is configured.
-    async fn active_groups(&self, session: Option<&AgentState>) -> Result<Vec<String>, StateError> {
-        if self.inner.groups.is_empty() {
+    /// The active groups in `state`; none are read when no group is
+    /// configured.
+    async fn active_groups(&self, state: &AgentState) -> Result<Vec<String>, StateError> {
+        if self.groups.is_empty() {
             return Ok(Vec::new());
         }
-        session.unwrap_or(self.state()).active_groups().await
+        state.active_groups().await
     }
 }

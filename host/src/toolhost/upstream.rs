@@ -22,7 +22,7 @@ pub use client::{UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart};
 impl Toolhost {
     /// The configured upstream MCP servers (`[mcp_servers.NAME]`).
     pub fn mcp_servers(&self) -> &std::collections::BTreeMap<String, McpServerSettings> {
-        &self.inner.settings.mcp_servers
+        &self.settings().mcp_servers
     }
 
     /// What went wrong when [`crate::ToolhostBuilder::build`] started the
@@ -31,7 +31,7 @@ impl Toolhost {
     /// again), a tool that was not offered. Empty when every server's
     /// tools are offered.
     pub fn upstream_problems(&self) -> &[String] {
-        self.inner.upstream_problems.get().map_or(&[], Vec::as_slice)
+        self.catalog().upstream_problems()
     }
 
     /// Makes the tools server `server` listed (`listing`: each entry the
@@ -50,7 +50,7 @@ impl Toolhost {
         listing: &[Value],
         connection: Arc<dyn UpstreamServer>,
     ) -> Vec<String> {
-        let Some(settings) = self.inner.settings.mcp_servers.get(server) else {
+        let Some(settings) = self.settings().mcp_servers.get(server) else {
             return vec![format!("MCP server '{server}' is not configured in [mcp_servers]")];
         };
         let trust = settings.trusts_read_only_hints();
@@ -91,16 +91,16 @@ impl Toolhost {
             let result =
                 if ours {
                     let unchanged =
-                        self.inner.tools.info(&name).ok().is_some_and(|old| {
+                        self.catalog().tools.info(&name).ok().is_some_and(|old| {
                             serde_json::to_value(&old).ok() == serde_json::to_value(&loaded.info).ok()
                         });
                     if unchanged {
                         Ok(())
                     } else {
-                        self.inner.tools.replace(&name, Arc::new(loaded)).map(drop).map_err(|e| e.to_string())
+                        self.catalog().tools.replace(&name, Arc::new(loaded)).map(drop).map_err(|e| e.to_string())
                     }
                 } else {
-                    self.register(&name, Entry::Loaded(Arc::new(loaded)), &label).map_err(|e| e.to_string())
+                    self.catalog().register(&name, Entry::Loaded(Arc::new(loaded)), &label).map_err(|e| e.to_string())
                 };
             match result {
                 Ok(()) => offered.push(name),
@@ -109,7 +109,7 @@ impl Toolhost {
         }
         for name in self.upstream_tool_names(server) {
             if !offered.contains(&name) {
-                self.inner.tools.remove(&name);
+                self.catalog().tools.remove(&name);
             }
         }
         problems
@@ -120,7 +120,7 @@ impl Toolhost {
     pub fn withdraw_upstream_tools(&self, server: &str) -> usize {
         let names = self.upstream_tool_names(server);
         for name in &names {
-            self.inner.tools.remove(name);
+            self.catalog().tools.remove(name);
         }
         names.len()
     }
@@ -128,6 +128,6 @@ impl Toolhost {
     /// The names of the tools server `server` offers now.
     pub fn upstream_tool_names(&self, server: &str) -> Vec<String> {
         let origin = Origin::Mcp(server.to_string());
-        self.inner.tools.read().iter().filter(|(_, e)| *e.origin() == origin).map(|(n, _)| n.clone()).collect()
+        self.catalog().tools.read().iter().filter(|(_, e)| *e.origin() == origin).map(|(n, _)| n.clone()).collect()
     }
 }

@@ -178,10 +178,10 @@ impl Toolhost {
         });
         // A tag of an `oci://` plugin that moves is pulled beside the
         // running version and its link repointed: the pass above reloads it.
-        let poll = (!self.inner.oci_entries.is_empty()).then(|| {
+        let poll = (!self.catalog().oci_entries.is_empty()).then(|| {
             let host = self.clone();
             let skip = move |entry: &str| host.lock_file().is_some_and(|lock| lock.by_reference(entry).is_some());
-            tokio::spawn(crate::oci::poll_tags(self.settings().clone(), self.inner.oci_entries.clone(), skip))
+            tokio::spawn(crate::oci::poll_tags(self.settings().clone(), self.catalog().oci_entries.clone(), skip))
         });
         Ok(Watcher { _debouncer: debouncer, task, poll, status, passes, errors })
     }

@@ -52,7 +52,7 @@ struct Chain {
     host: Arc<dyn ExecutionHost>,
     tool: Arc<LoadedTool>,
     layers: Vec<Layer>,
-    session: Option<Arc<AgentState>>,
+    session: Arc<AgentState>,
     deadline: Deadline,
     limits: Limits,
     /// The call instance made after the decision, used for the first run
@@ -101,14 +101,15 @@ impl ChainRunner for Link {
 /// decide a rewritten input, and `output` where the outermost layer's
 /// chunks go. Without middleware this is exactly `instance.call(input)`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn run_chain<H: ExecutionHost + Clone>(
-    host: &H,
+pub(crate) async fn run_chain(
+    host: Arc<dyn ExecutionHost>,
     layers: Vec<Layer>,
     tool: Arc<LoadedTool>,
     mut instance: CallableTool,
     input: serde_json::Value,
     input_text: String,
-    session: Option<Arc<AgentState>>,
+    session: Arc<AgentState>,
+    limits: Limits,
     permit: Permit,
     output: mpsc::Sender<Chunk>,
     phase: Phase,
@@ -122,13 +123,12 @@ pub(crate) async fn run_chain<H: ExecutionHost + Clone>(
         }
         return Ok(result?);
     }
-    let limits = host.limits();
     let deadline = Deadline::for_limits(&limits);
     // Until its run, the first instance must not hold the caller's channel open.
     let (parked, _) = mpsc::channel(1);
     instance.redirect(parked, deadline.clone());
     let chain = Arc::new(Chain {
-        host: Arc::new(host.clone()),
+        host,
         tool,
         layers,
         session,
@@ -282,7 +282,7 @@ impl Chain {
         let first = if phase == self.phase { self.first.lock_unpoisoned().take() } else { None };
         let mut instance = match first {
             Some(instance) => instance,
-            None => match self.host.instantiate(&self.tool, self.session.clone(), output.clone(), phase).await {
+            None => match self.host.instantiate(&self.tool, Some(self.session.clone()), output.clone(), phase).await {
                 Ok(instance) => instance,
                 Err(e) => {
                     return Err(LayerFailure {
@@ -331,7 +331,7 @@ impl Chain {
             tool: Arc::from(name),
             grants: self.host.middleware_grants(name, phase),
             backend: self.host.backend(),
-            agent_state: Some(self.session.clone().unwrap_or_else(|| self.host.agent_state())),
+            agent_state: Some(self.session.clone()),
             limits,
             deadline: self.deadline.clone(),
             output,
