@@ -71,7 +71,9 @@ pub(crate) mod watch;
 pub use call::tool_error_text;
 pub use catalog::Catalog;
 use catalog::CatalogParts;
-pub use errors::{AttachError, BuildError, ExternalResultError, ReplaceError};
+pub use errors::{
+    AttachError, BuildError, ExternalResultError, InstanceError, RememberError, ReplaceError, WatchError,
+};
 pub use permissions::Permissions;
 use permissions::PermissionsParts;
 pub use pipeline::Pipeline;
@@ -703,7 +705,7 @@ impl Toolhost {
 
     /// Adds a rule for the rest of this host's life and saves it
     /// ([`Permissions::remember_rule`]).
-    pub fn remember_rule(&self, rule: Rule) -> anyhow::Result<()> {
+    pub fn remember_rule(&self, rule: Rule) -> Result<(), RememberError> {
         self.inner.permissions.remember_rule(rule)
     }
 }
@@ -809,13 +811,16 @@ impl Toolhost {
         tool: &str,
         session: Option<Arc<AgentState>>,
         output: tokio::sync::mpsc::Sender<crate::response::Chunk>,
-    ) -> anyhow::Result<crate::execution::callable::CallableTool> {
+    ) -> Result<crate::execution::callable::CallableTool, InstanceError> {
         self.inner.pipeline.instantiate(tool, session, output).await
     }
 
     /// A fresh instance of `tool` with no capability at all, for the
     /// permission exports ([`Pipeline::decision_instance`]).
-    pub async fn decision_instance(&self, tool: &str) -> anyhow::Result<crate::execution::callable::CallableTool> {
+    pub async fn decision_instance(
+        &self,
+        tool: &str,
+    ) -> Result<crate::execution::callable::CallableTool, InstanceError> {
         self.inner.pipeline.decision_instance(tool).await
     }
 
@@ -827,7 +832,7 @@ impl Toolhost {
         input: &serde_json::Value,
         ctx: &permission::Context,
         rules: &RuleSet,
-    ) -> anyhow::Result<permission::Decision> {
+    ) -> Result<permission::Decision, InstanceError> {
         self.inner.pipeline.check(tool, input, ctx, rules).await
     }
 

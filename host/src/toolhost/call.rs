@@ -13,7 +13,7 @@ use opentelemetry::KeyValue;
 use tokio::sync::{mpsc, oneshot};
 
 use super::pipeline::Pipeline;
-use super::{CallRequest, ExternalResult, ExternalResultError};
+use super::{CallRequest, ExternalResult, ExternalResultError, InstanceError};
 use crate::backend::Backend;
 use crate::capability::Grants;
 use crate::capability::Phase;
@@ -75,32 +75,39 @@ impl Pipeline {
         tool: &str,
         session: Option<Arc<AgentState>>,
         output: mpsc::Sender<Chunk>,
-    ) -> Result<CallableTool> {
+    ) -> Result<CallableTool, InstanceError> {
         let loaded = self.catalog.tool(tool).await?;
-        self.instantiate_loaded(&loaded, session, output, Phase::Call).await
+        let instance = self.instantiate_loaded(&loaded, session, output, Phase::Call).await;
+        instance.map_err(|e| InstanceError::start(tool, e))
     }
 
     /// A fresh instance of `tool` with no capability at all (no files, no
     /// processes, no agent state, output discarded), for the permission
     /// exports. It may be reused for many checks.
-    pub async fn decision_instance(&self, tool: &str) -> Result<CallableTool> {
+    pub async fn decision_instance(&self, tool: &str) -> Result<CallableTool, InstanceError> {
         let loaded = self.catalog.tool(tool).await?;
         let (tx, _rx) = mpsc::channel(1);
-        self.instantiate_loaded(&loaded, None, tx, Phase::Decide).await
+        let instance = self.instantiate_loaded(&loaded, None, tx, Phase::Decide).await;
+        instance.map_err(|e| InstanceError::start(tool, e))
     }
 
-    /// Evaluates the permission engine for one call without running it.
+    /// Evaluates the permission engine for one call without running it:
+    /// the input is validated against the tool's schema first, then
+    /// decided in a decision instance with `ctx` and `rules`.
     pub async fn check(
         &self,
         tool: &str,
         input: &serde_json::Value,
         ctx: &permission::Context,
         rules: &RuleSet,
-    ) -> Result<Decision> {
+    ) -> Result<Decision, InstanceError> {
         let loaded = self.catalog.tool(tool).await?;
-        validate_input(&loaded, input).map_err(anyhow::Error::msg)?;
+        validate_input(&loaded, input).map_err(InstanceError::InvalidInput)?;
         let (tx, _rx) = mpsc::channel(1);
-        let mut instance = self.instantiate_loaded(&loaded, None, tx, Phase::Decide).await?;
+        let mut instance = self
+            .instantiate_loaded(&loaded, None, tx, Phase::Decide)
+            .await
+            .map_err(|e| InstanceError::start(tool, e))?;
         Ok(permission::evaluate(&mut instance, &input.to_string(), ctx, rules).await)
     }
 

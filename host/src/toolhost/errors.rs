@@ -2,8 +2,10 @@
 //! embedder can match on why: building a host ([`BuildError`]: a bad
 //! setting or a plugin that did not load), replacing a tool or middleware
 //! ([`ReplaceError`]), attaching middleware ([`AttachError`]) and
-//! completing an external call ([`ExternalResultError`]). Each
-//! message names the cause and what to do. (Loading one file fails with a
+//! completing an external call ([`ExternalResultError`]), making an
+//! instance or a check ([`InstanceError`]), remembering a rule
+//! ([`RememberError`]) and watching the plugin folders ([`WatchError`]).
+//! Each message names the cause and what to do. (Loading one file fails with a
 //! [`LoadError`]; a call with a [`crate::ToolError`].)
 
 use crate::catalog::tool::{LoadError, LookupError};
@@ -128,5 +130,89 @@ pub enum ExternalResultError {
         at: String,
         /// What is wrong there.
         why: String,
+    },
+}
+
+/// Why [`crate::Toolhost::instantiate`], [`crate::Toolhost::decision_instance`]
+/// or [`crate::Toolhost::check`] made no instance or no decision.
+#[derive(Debug, thiserror::Error)]
+pub enum InstanceError {
+    /// The tool is not registered, or did not load.
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
+    /// The input does not follow the tool's input schema (a check
+    /// validates it before any guest code runs).
+    #[error("{0}")]
+    InvalidInput(String),
+    /// The tool's instance could not be started (the cause follows as
+    /// this error's source).
+    #[error("starting tool '{tool}'")]
+    Start {
+        /// The tool.
+        tool: String,
+        /// Why, as the runtime said it.
+        #[source]
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl InstanceError {
+    /// The instance of `tool` did not start because of `cause`.
+    pub(crate) fn start(tool: &str, cause: anyhow::Error) -> Self {
+        InstanceError::Start { tool: tool.to_string(), cause: cause.into() }
+    }
+}
+
+/// Why "allow and remember" could not keep a rule beyond this process (the
+/// rule was allowed this once, or holds until the host exits).
+#[derive(Debug, thiserror::Error)]
+pub enum RememberError {
+    /// The settings file could not be written; the rule holds in this host
+    /// until it exits.
+    #[error(
+        "could not save the rule `{rule}` to {}: {cause}. It holds until this toolhost exits; to keep it, add it by \
+         hand under [permissions] in a settings file: {behavior} = [\"{rule}\"] (or pass --{behavior} '{rule}')",
+        path.display()
+    )]
+    Save {
+        /// The rule, as written in settings.
+        rule: String,
+        /// `allow`, `ask` or `deny`.
+        behavior: String,
+        /// The settings file.
+        path: std::path::PathBuf,
+        /// Why the write failed.
+        cause: String,
+    },
+    /// The shared store ([`crate::ToolhostBuilder::rule_store`]) did not
+    /// take it; the call was allowed this once.
+    #[error(
+        "could not remember the rule `{rule}` in the shared store: {cause}; it was allowed this once. To keep it, add \
+         it under [permissions] in the settings every process reads: {behavior} = [\"{rule}\"]"
+    )]
+    Shared {
+        /// The rule, as written in settings.
+        rule: String,
+        /// `allow`, `ask` or `deny`.
+        behavior: String,
+        /// Why the store refused it.
+        cause: String,
+    },
+}
+
+/// Why [`crate::Toolhost::watch`] did not start watching.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The operating system's file watcher could not be started.
+    #[error("starting the file watcher")]
+    Start(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A plugin folder could not be watched.
+    #[error("watching {} for plugin changes (does the folder exist, and may toolhost read it?)", dir.display())]
+    Folder {
+        /// The folder.
+        dir: std::path::PathBuf,
+        /// Why, as the file watcher said it.
+        #[source]
+        cause: Box<dyn std::error::Error + Send + Sync>,
     },
 }

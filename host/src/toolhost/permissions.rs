@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use super::RememberError;
 use super::shared_rules::SharedRules;
 use crate::backend::Backend;
 use crate::capability::{Declared, Grants, Phase, PhaseGrants, Policy as GrantPolicy};
@@ -98,7 +99,7 @@ impl Permissions {
     /// path, saves it there (creating the file when missing). When saving
     /// fails the rule still holds in this host, and the error names the
     /// rule, the file, the cause and how to add the rule by hand.
-    pub fn remember_rule(&self, rule: Rule) -> anyhow::Result<()> {
+    pub fn remember_rule(&self, rule: Rule) -> Result<(), RememberError> {
         {
             let mut rules = self.rules.write_unpoisoned();
             let mut updated = RuleSet::clone(&rules);
@@ -106,14 +107,11 @@ impl Permissions {
             *rules = Arc::new(updated);
         }
         let Some(path) = &self.settings_path else { return Ok(()) };
-        permission::settings::remember_rule(path, &rule).map_err(|e| {
-            anyhow::anyhow!(
-                "could not save the rule `{rule}` to {}: {e:#}. It holds until this toolhost exits; to keep it, \
-                 add it by hand under [permissions] in a settings file: {} = [\"{rule}\"] (or pass --{} '{rule}')",
-                path.display(),
-                rule.behavior,
-                rule.behavior
-            )
+        permission::settings::remember_rule(path, &rule).map_err(|e| RememberError::Save {
+            rule: rule.to_string(),
+            behavior: rule.behavior.to_string(),
+            path: path.clone(),
+            cause: format!("{e:#}"),
         })
     }
 

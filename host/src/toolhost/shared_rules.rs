@@ -8,8 +8,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use anyhow::Result;
-
+use super::RememberError;
 use super::permissions::Permissions;
 use crate::coordination::{RememberedRule, RuleStore};
 use crate::permission::{Behavior, Decision, Rule, RuleSet, Source};
@@ -95,7 +94,7 @@ impl Permissions {
 
     /// Remembers `rule`: in the shared store when there is one, else as
     /// [`Permissions::remember_rule`] does.
-    pub(crate) async fn remember(&self, rule: Rule) -> Result<()> {
+    pub(crate) async fn remember(&self, rule: Rule) -> Result<(), RememberError> {
         let Some(shared) = self.shared_rules.as_ref() else { return self.remember_rule(rule) };
         let record = RememberedRule {
             rule: rule.to_string(),
@@ -103,12 +102,10 @@ impl Permissions {
             by: shared.replica.clone(),
             at: crate::audit::record::rfc3339(std::time::SystemTime::now()),
         };
-        shared.store.remember_rule(record).await.map_err(|e| {
-            anyhow::anyhow!(
-                "could not remember the rule `{rule}` in the shared store: {e}; it was allowed this once. To keep it, \
-                 add it under [permissions] in the settings every process reads: {} = [\"{rule}\"]",
-                rule.behavior
-            )
+        shared.store.remember_rule(record).await.map_err(|e| RememberError::Shared {
+            rule: rule.to_string(),
+            behavior: rule.behavior.to_string(),
+            cause: e.to_string(),
         })?;
         *shared.seen.lock_unpoisoned() = None;
         Ok(())

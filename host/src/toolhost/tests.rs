@@ -481,3 +481,41 @@ async fn a_load_failure_says_why_in_a_type_an_embedder_can_match() {
     assert!(matches!(err, LoadError::UnpinnedWhereToolsWrite { .. }), "{err}");
     assert!(host.names().is_empty(), "nothing loaded");
 }
+
+/// Why a check, a remembered rule or a watch failed is a type an embedder
+/// can match on, with the same words as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_a_remembered_rule_and_a_watch_fail_with_types() {
+    use crate::toolhost::{InstanceError, RememberError, WatchError};
+    let (host, dir) = host(true).await;
+    let rules = host.rules();
+    let ctx = host.permission_context("Read", crate::permission::Mode::Default);
+    let err = host.check("NoSuchTool", &json!({}), &ctx, &rules).await.expect_err("unknown");
+    assert!(matches!(err, InstanceError::Lookup(LookupError::Unknown(ref name)) if name == "NoSuchTool"), "{err}");
+    let err = host.check("Read", &json!({"no_such_field": 1}), &ctx, &rules).await.expect_err("bad input");
+    assert!(matches!(err, InstanceError::InvalidInput(ref why) if why.contains("file_path")), "{err}");
+    assert!(host.check("Read", &json!({"file_path": "/etc/hostname"}), &ctx, &rules).await.is_ok());
+
+    // A settings path that cannot be written: the rule holds here all the same.
+    let blocker = dir.path().join("not-a-folder");
+    std::fs::write(&blocker, "").unwrap();
+    let mut settings = Settings::default();
+    settings.permissions.working_dirs = vec![dir.path().display().to_string()];
+    settings.builtins = false;
+    let unsaved = blocker.join("toolhost.toml");
+    let host = Toolhost::builder().settings(settings.clone(), Some(unsaved.clone())).build().await.unwrap();
+    let rule = crate::permission::Rule::parse("Lookup", crate::permission::Behavior::Allow).unwrap();
+    let err = host.remember_rule(rule).expect_err("the file cannot be written");
+    assert!(matches!(&err, RememberError::Save { path, rule, .. } if *path == unsaved && rule == "Lookup"), "{err}");
+    assert!(err.to_string().contains("add it by hand under [permissions]"), "{err}");
+    assert_eq!(host.rules().rules("Lookup", crate::permission::Behavior::Allow).len(), 1);
+
+    // A plugin folder that went away after the host was built.
+    let plugins = dir.path().join("no-such-folder");
+    std::fs::create_dir(&plugins).unwrap();
+    settings.plugin_dirs = vec![plugins.clone()];
+    let host = Toolhost::builder().settings(settings, None).build().await.unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_dir(&plugins).unwrap();
+    let err = host.watch(crate::reload::WatchOptions::default()).await.err().expect("no folder to watch");
+    assert!(matches!(&err, WatchError::Folder { dir: folder, .. } if folder.ends_with("no-such-folder")), "{err}");
+}

@@ -10,14 +10,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use notify::RecursiveMode;
 use notify_debouncer_full::{DebounceEventResult, new_debouncer};
 use tokio::sync::{broadcast, mpsc, watch};
 
-use super::Toolhost;
 use super::loading::PendingLoad;
 use super::reload::{FileStatus, Reloader, StatusReport};
+use super::{Toolhost, WatchError};
 use crate::sync::MutexExt;
 
 /// How a [`Toolhost::watch`] waits for files to be complete.
@@ -108,7 +108,7 @@ impl Toolhost {
     /// the background since the host was built are done (see
     /// [`Toolhost::ready`]; until then the status file lists them as
     /// `loading`), so changes made since the host was built are picked up.
-    pub async fn watch(&self, options: WatchOptions) -> Result<Watcher> {
+    pub async fn watch(&self, options: WatchOptions) -> Result<Watcher, WatchError> {
         let mut reloader = Reloader::new(self, options.settle);
         let (wake, mut woken) = mpsc::channel::<()>(1);
         let mut debouncer = new_debouncer(options.debounce, None, move |result: DebounceEventResult| {
@@ -118,14 +118,11 @@ impl Toolhost {
             // A full channel already holds a wake-up: the pass rescans all.
             let _ = wake.try_send(());
         })
-        .context("starting the file watcher")?;
+        .map_err(|e| WatchError::Start(e.into()))?;
         for dir in &reloader.watch_dirs() {
-            debouncer.watch(dir, RecursiveMode::NonRecursive).with_context(|| {
-                format!(
-                    "watching {} for plugin changes (does the folder exist, and may toolhost read it?)",
-                    dir.display()
-                )
-            })?;
+            debouncer
+                .watch(dir, RecursiveMode::NonRecursive)
+                .map_err(|e| WatchError::Folder { dir: dir.clone(), cause: e.into() })?;
         }
         let status = Arc::new(Mutex::new(reloader.status()));
         let (passes_tx, passes) = watch::channel(0u64);
