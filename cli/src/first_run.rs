@@ -2,7 +2,7 @@
 //! takes long, and the optimising compile that finishes after the command.
 //!
 //! A built-in's first use runs baseline (Winch) code when its optimised code
-//! is not cached (see `toolhost::runtime::Tier`), and a plugin whose code is
+//! is not cached (see `toolhost::engine::Tier`), and a plugin whose code is
 //! not cached compiles in the background while the command runs (see
 //! `toolhost::loading`). So that the next process starts on optimised code
 //! without this one making anybody wait, the command ends by starting
@@ -20,7 +20,7 @@ use toolhost::sync::MutexExt;
 
 use anyhow::{Context as _, Result, bail};
 use toolhost::Toolhost;
-use toolhost::runtime::{CompileEvent, CompileObserver, Phase, Runtime, RuntimeOptions, Tier};
+use toolhost::engine::{CompileEvent, CompileObserver, Phase, Runtime, RuntimeOptions, Tier};
 
 use super::args::OptimiseArgs;
 use super::exit;
@@ -170,13 +170,13 @@ pub fn optimise_builtins(args: OptimiseArgs) -> Result<u8> {
         };
         // The host read it within its bound; the default bound here is a
         // second line only (a file grown past it is not optimised).
-        let bound = toolhost::runtime::Limits::default().component_bound();
+        let bound = toolhost::engine::Limits::default().component_bound();
         let bytes = toolhost::own_file::read(std::path::Path::new(file), bound)
             .with_context(|| format!("reading plugin {file}"))?
             .bytes;
         // A file changed since: the next command checks and compiles it.
         if toolhost::lockfile::sha256_hex(&bytes) == sha256 {
-            runtime.compile_in_background(&bytes, file, Tier::Optimised)?;
+            runtime.precompile(&bytes, file, Tier::Optimised)?;
         }
     }
     Ok(exit::OK)

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 use toolhost::capability_diff::CapabilityDiff;
-use toolhost::runtime::{Runtime, RuntimeOptions};
+use toolhost::engine::{Runtime, RuntimeOptions};
 use toolhost::settings::Settings;
 use toolhost::tool::{LoadReport, Origin, load_component};
 

@@ -1,8 +1,7 @@
 //! `toolhost list` and `toolhost describe`.
 
 use anyhow::{Result, bail};
-use toolhost::LookupError;
-use toolhost::tool::{Origin, ToolInfo};
+use toolhost::tool::{LookupError, Origin, ToolInfo};
 
 use super::args::{DescribeArgs, Global, ListArgs};
 use super::exit;

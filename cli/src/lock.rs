@@ -7,8 +7,7 @@
 use anyhow::{Context as _, Result};
 use toolhost::lockfile::{LOCK_VERSION, LockFile, LockedPlugin, sha256_hex};
 use toolhost::middleware::load_middleware_component;
-use toolhost::oci::Resolver;
-use toolhost::oci::resolve::judge;
+use toolhost::oci::resolve::{Resolver, judge};
 use toolhost::oci::signature;
 use toolhost::settings::Settings;
 use toolhost::tool::{Origin, load_component};

@@ -5,9 +5,9 @@
 use std::io::BufRead as _;
 
 use anyhow::{Context as _, Result, bail};
-use toolhost::oci::resolve::parse;
+use toolhost::oci::registry::{Registry, RegistryOptions};
+use toolhost::oci::resolve::{Resolver, parse};
 use toolhost::oci::signature::{self, Key};
-use toolhost::oci::{Registry, RegistryOptions, Resolver};
 use toolhost::settings::Settings;
 
 use super::args::{Global, PullArgs, PushArgs, RegistryArgs, SignArgs};

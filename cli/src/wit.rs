@@ -3,7 +3,7 @@
 use std::io::Write as _;
 
 use anyhow::{Context as _, Result};
-use toolhost::runtime::bindings::WIT_PACKAGE;
+use toolhost::engine::WIT_PACKAGE;
 
 use super::args::WitArgs;
 use super::exit;

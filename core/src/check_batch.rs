@@ -1,6 +1,6 @@
 //! The wire format of a check batch (`toolhost check --batch`): one JSON
 //! request per input line, one JSON answer per output line. Pure: no I/O,
-//! no threads (the work queue is the host's `toolhost::check_batch::engine`).
+//! no threads (the work queue is the host's `toolhost::check_batch::BatchChecker`).
 //!
 //! A request names a tool and its input, and may override any part of the
 //! context and the rules:

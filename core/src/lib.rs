@@ -10,9 +10,10 @@
 //!
 //! The `toolhost` crate re-exports all of it at the paths it always had:
 //! `toolhost::{permission, settings, protected, lockfile, escape, utc}` are
-//! these modules; `toolhost::capability::Policy`, `toolhost::runtime::Limits`,
+//! these modules; `toolhost::capability::Policy`, `toolhost::engine::Limits`,
 //! `toolhost::audit::AuditSettings`, `toolhost::tool::compile_input_schema`
-//! and `toolhost::check_batch::wire` are items of this crate.
+//! and the items of `toolhost::check_batch` that make the wire format
+//! (`CheckRequest`, `decision_json`, …) are items of this crate.
 //!
 //! Nothing here links wasmtime, starts a thread or runs a tool: this is the
 //! crate that reads hostile text (rules, settings, batch lines, schemas,

@@ -34,7 +34,7 @@
 //! dangerous_files = [".env", ".bashrc"]
 //!
 //! [backend]                           # where file and process operations run
-//! kind = "local"                      # see toolhost::backend::factory
+//! kind = "local"                      # see toolhost::backend::BackendFactories
 //! [backend.local]                     # the local sandbox (toolhost::backend::local::sandbox)
 //! sandbox = "auto"                    # "on" | "auto" | "off"
 //! network = false
@@ -84,7 +84,7 @@ pub const SETTINGS_FILE: &str = "toolhost.toml";
 pub const OLD_SESSIONS_DIR: &str = ".toolhost/sessions";
 
 /// The backend kind when `[backend]` names none: this machine (the kind
-/// `toolhost::backend::factory::LOCAL` registers; a host built on default
+/// the host's `backend/factory.rs` registers as `LOCAL`; a host built on default
 /// settings fails to start if the two ever differ).
 pub const DEFAULT_BACKEND: &str = "local";
 

@@ -11,8 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use toolhost::backend::local::LocalBackend;
-use toolhost::backend::scope::Root;
-use toolhost::backend::{Backend, FsScope, SearchMode, SearchRequest, WalkOptions};
+use toolhost::backend::{Backend, FsScope, Root, SearchMode, SearchRequest, WalkOptions};
 
 struct Case {
     name: &'static str,

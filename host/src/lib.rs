@@ -9,10 +9,16 @@
 //! The crate is in layers, each importing only from those below it (see
 //! `docs/architecture.md`; `host/tests/layers.rs` checks it): the
 //! foundation (permission engine, backends, runtime, settings, state), the
-//! [`catalog`] (what a tool is), [`execution`] (instances, the middleware
-//! chain) and the façade, [`Toolhost`].
+//! catalog (what a tool is), execution (instances, the middleware chain)
+//! and the façade, [`Toolhost`].
+//!
+//! Each public item has one path. What an embedder uses most is also in
+//! [`prelude`]; the WebAssembly engine on its own (for compiling or
+//! inspecting a component without a host) is [`engine`].
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
+// Every type a public item names has a public path of its own.
+#![warn(unnameable_types)]
 
 pub mod ask_user;
 pub mod audit;
@@ -21,33 +27,48 @@ pub mod backend;
 mod background;
 pub mod capability;
 pub mod capability_diff;
-pub mod catalog;
+mod catalog;
 pub mod check_batch;
 pub mod coordination;
-pub mod events;
-pub mod execution;
+mod events;
+mod execution;
 mod hold;
 pub mod oci;
 pub mod question;
 pub mod refusal;
 pub mod response;
-pub mod runtime;
+mod runtime;
 pub mod state;
 pub mod sync;
 pub mod telemetry;
 mod toolhost;
-pub mod types;
+mod types;
 
 // The pure modules live in `toolhost-core` (no wasmtime; fuzzed on their
 // own); they keep their paths here.
 pub use toolhost_core::{escape, lockfile, own_file, permission, protected, registry, replica, settings, utc};
 
-/// What a tool is, and loading a component (the paths of earlier
-/// versions, kept for embedders).
+/// What a tool is (its metadata, where it came from, why it did not load),
+/// the groups tools are offered in and the skills beside them, and loading
+/// a component on its own with an [`engine::Runtime`].
 pub mod tool {
+    pub use crate::catalog::group::{ToolGroup, ToolGroups};
+    pub use crate::catalog::skill::{Skill, Skills};
     pub use crate::catalog::tool::*;
     pub use crate::execution::component::{LoadReport, load_component, load_component_with_hash};
     pub use crate::execution::loaded::{LoadedTool, input_errors, validate_input};
+}
+/// The WebAssembly engine on its own: compiling and caching components
+/// without a host (`toolhost inspect`, the background optimiser), its
+/// options, what it tells of its compiles, the per-call limits, why a guest
+/// call failed, and the WIT package tools are built against. The engine's
+/// own types stay inside the crate.
+pub mod engine {
+    pub use crate::runtime::bindings::WIT_PACKAGE;
+    pub use crate::runtime::failure::GuestFailure;
+    pub use crate::runtime::{
+        CacheOutcome, CompileEvent, CompileObserver, Limits, Phase, Runtime, RuntimeOptions, Tier,
+    };
 }
 /// Hot reload: watching the plugin folders and component files of a host
 /// ([`Toolhost::watch`]) and what each watched file serves.
@@ -93,11 +114,9 @@ pub use execution::middleware;
 pub use toolhost::batch;
 
 pub use async_trait::async_trait;
-pub use catalog::function::FunctionTool;
 pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer, PermissionRequest};
 pub use execution::callable::CallableTool;
-pub use execution::middleware::NativeMiddleware;
-pub use tool::LookupError;
+pub use execution::upstream::UpstreamServer;
 pub use toolhost::{
     AttachError, BACKGROUND_LOAD_BYTES, BuildError, CallRequest, ExternalResult, ExternalResultError, ListToolsError,
     RUNNING_CALLS, ReplaceError, Replacement, Toolhost, ToolhostBuilder, UPSTREAM_RELIST_INTERVAL, UpstreamRetry,

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::runtime::{Runtime, RuntimeOptions};
+use toolhost::engine::{Runtime, RuntimeOptions};
 use toolhost::tool::{Origin, load_component};
 use toolhost::{CallRequest, PermissionAnswer};
 use toolhost_e2e::{Scratch, env_number, guest, percentile};

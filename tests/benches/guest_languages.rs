@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::runtime::{Runtime, RuntimeOptions};
+use toolhost::engine::{Runtime, RuntimeOptions};
 use toolhost::tool::{Origin, load_component};
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 use toolhost_e2e::{Scratch, env_number, example, fixtures::fixture, percentile};

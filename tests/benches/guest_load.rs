@@ -18,7 +18,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use toolhost::runtime::{Runtime, RuntimeOptions, Tier};
+use toolhost::engine::{Runtime, RuntimeOptions, Tier};
 use toolhost::settings::Settings;
 use toolhost::{CallRequest, PermissionAnswer, Toolhost};
 use toolhost_e2e::{Scratch, env_number, fixtures::fixture, guest};
@@ -94,7 +94,7 @@ async fn main() {
                 let options = RuntimeOptions { cache_dir: Some(dir.path().into()), ..Default::default() };
                 let rt = Runtime::new(&options).expect("runtime");
                 let start = Instant::now();
-                let (_, _, got) = rt.compile_in_background(&bytes, file, tier).expect("compiles");
+                let (_, got) = rt.precompile(&bytes, file, tier).expect("compiles");
                 tiers.push(start.elapsed());
                 assert_eq!(got, tier, "{file}: compiled by the asked compiler");
             }

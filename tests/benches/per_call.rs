@@ -143,7 +143,7 @@ async fn main() {
 async fn wait_for_optimised_code(host: &Toolhost, cases: &[Case]) {
     let started = Instant::now();
     let mut said = false;
-    while cases.iter().any(|c| host.code_tier(c.tool) == Some(toolhost::runtime::Tier::Baseline)) {
+    while cases.iter().any(|c| host.code_tier(c.tool) == Some(toolhost::engine::Tier::Baseline)) {
         if !said {
             eprintln!("waiting for the built-ins' optimised code (compiled in the background)…");
             said = true;

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use toolhost::engine::{CacheOutcome, Runtime, RuntimeOptions, Tier};
 use toolhost::response::ResultState;
-use toolhost::runtime::{CacheOutcome, Runtime, RuntimeOptions};
 use toolhost::settings::Settings;
 use toolhost::{CallEvent, CallRequest, PermissionAnswer, Toolhost};
 use toolhost_e2e::{Scratch, call, example, guest, text};
@@ -254,15 +254,15 @@ fn the_compile_cache_detects_tampering_and_recompiles() {
     let dir = tempfile::tempdir().unwrap();
     let runtime = Runtime::new(&RuntimeOptions { cache_dir: Some(dir.path().into()), ..Default::default() }).unwrap();
     let bytes = std::fs::read(guest("echo")).unwrap();
-    assert_eq!(runtime.compile(&bytes, "echo").unwrap().1, CacheOutcome::Miss);
-    assert_eq!(runtime.compile(&bytes, "echo").unwrap().1, CacheOutcome::Hit);
+    assert_eq!(runtime.precompile(&bytes, "echo", Tier::Optimised).unwrap().0, CacheOutcome::Miss);
+    assert_eq!(runtime.precompile(&bytes, "echo", Tier::Optimised).unwrap().0, CacheOutcome::Hit);
     let entry = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
     let mut stored = std::fs::read(&entry).unwrap();
     let last = stored.len() - 1;
     stored[last] ^= 0xff;
     std::fs::write(&entry, stored).unwrap();
-    assert_eq!(runtime.compile(&bytes, "echo").unwrap().1, CacheOutcome::Recompiled);
-    assert_eq!(runtime.compile(&bytes, "echo").unwrap().1, CacheOutcome::Hit);
+    assert_eq!(runtime.precompile(&bytes, "echo", Tier::Optimised).unwrap().0, CacheOutcome::Recompiled);
+    assert_eq!(runtime.precompile(&bytes, "echo", Tier::Optimised).unwrap().0, CacheOutcome::Hit);
 }
 
 #[test]

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
+use toolhost::engine::{CompileObserver, Phase, Tier};
 use toolhost::response::ResultState;
-use toolhost::runtime::{CompileObserver, Phase, Tier};
 use toolhost::settings::Settings;
 use toolhost::{PermissionAnswer, Toolhost};
 use toolhost_e2e::fixtures::fixture;

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
-use toolhost::runtime::bindings::WIT_PACKAGE;
+use toolhost::engine::WIT_PACKAGE;
 
 use super::project::Lang;
 

@@ -135,7 +135,7 @@ fn js(project: &Project, dot: &Path, out: &Path) -> Result<()> {
     }
     let wit = stage.join("wit");
     let _ = std::fs::remove_dir_all(&wit);
-    for (name, text) in toolhost::runtime::bindings::WIT_PACKAGE {
+    for (name, text) in toolhost::engine::WIT_PACKAGE {
         assets::put(&wit.join(name), text)?;
     }
     let source = project.source.as_deref().unwrap_or("app.js");

@@ -10,7 +10,7 @@
 //! [`AuditLog`]: a bounded queue to a writer thread that serialises,
 //! redacts and writes it, so a slow disk never holds up a call. When the
 //! queue is full the record is dropped and counted, and the count is
-//! written to the log as a record of its own ([`record::Dropped`]).
+//! written to the log as a record of its own ([`Dropped`]).
 //!
 //! The log is one of toolhost's own files ([`crate::protected`]): no tool
 //! may name it, read it or write it. Every string in a record is escaped
@@ -21,13 +21,13 @@
 //! (one piece of code, the `toolhost-redaction` crate).
 
 mod backend;
-pub mod record;
+pub(crate) mod record;
 mod writer;
 
 use std::sync::{Arc, Mutex};
 
 pub use backend::RecordingBackend;
-pub use record::{Caller, DecisionRecord, HostOp, Record};
+pub use record::{Caller, DecisionRecord, Dropped, HostOp, Record, Tampered};
 pub use toolhost_core::audit::AuditSettings;
 pub use writer::{AuditLog, AuditStats, redacted_input};
 

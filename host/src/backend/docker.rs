@@ -18,7 +18,7 @@
 //!   refused as on the local backend. The container never serves a file
 //!   request, and no file operation pays an engine round trip.
 //! * **Commands through one attached stream.** The container's main process
-//!   is the helper ([`session`]), attached once: a command is one frame to
+//!   is the helper (`session.rs`), attached once: a command is one frame to
 //!   it and its output comes back as frames, as produced. The helper starts
 //!   each command in its own session and process group and kills the group
 //!   on request: at the timeout, or when the [`Process`] handle is dropped;
@@ -33,13 +33,13 @@
 //!   closes, the helper exits and the engine removes the container
 //!   (`auto_remove`).
 
-pub mod container;
-pub mod engine;
-pub mod helper;
-pub mod process;
-pub mod protocol;
-pub mod session;
-pub mod settings;
+pub(crate) mod container;
+pub(crate) mod engine;
+pub(crate) mod helper;
+pub(crate) mod process;
+pub(crate) mod protocol;
+pub(crate) mod session;
+pub(crate) mod settings;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

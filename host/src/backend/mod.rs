@@ -6,11 +6,11 @@
 //! calling tool; a backend must refuse any path outside it, and it is the only
 //! place where paths are resolved, so the capability check lives here once.
 
-pub mod denied;
+pub(crate) mod denied;
 pub mod docker;
-pub mod factory;
+pub(crate) mod factory;
 pub mod local;
-pub mod scope;
+pub(crate) mod scope;
 
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use async_trait::async_trait;
 
 pub use denied::DeniedBackend;
 pub use factory::{BackendFactories, BackendOptions, BackendSetup, LocalOptions, ReadOptions};
-pub use scope::FsScope;
+pub use scope::{Access, FsScope, Root};
 
 /// The kind of a filesystem entry (mirrors WIT `entry-kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 //! is loaded (compiled through the cache, asked for its metadata) the first
 //! time something needs it. The name comes from one place, [`TOOL_NAMES`]:
 //! the build script pairs every component with it at compile time (a guest
-//! crate missing from the table is a compile error), and [`load`] refuses a
+//! crate missing from the table is a compile error), and loading refuses a
 //! component whose metadata reports another name
 //! ([`LoadError::BuiltinNameMismatch`]).
 //!
@@ -14,7 +14,7 @@
 //! script embeds beside the component ([`Builtin::metadata`]). Listing and
 //! describing a built-in read that; compiling waits for the first call or
 //! check. The file cannot drift from the component: loading it
-//! ([`crate::execution::component::load_builtin`]) compares the
+//! (`load_builtin_tiered`, `execution/component.rs`) compares the
 //! component's own `metadata` answer with it and refuses the tool when they
 //! differ ([`LoadError::BuiltinMetadataDrift`]), and a test compares every
 //! built-in. Believing it widens nothing: built-ins are the host's own, and
@@ -37,7 +37,7 @@ pub struct Builtin {
     pub bytes: &'static [u8],
     /// The SHA-256 of [`Builtin::bytes`] (hex), computed at build time.
     pub sha256: &'static str,
-    /// Its metadata as JSON (a [`types::ToolMetadata`] serialised), from
+    /// Its metadata as JSON (the WIT `tool-metadata` record serialised), from
     /// `guest-tools/tools/<crate>/metadata.json`.
     pub metadata: &'static str,
 }

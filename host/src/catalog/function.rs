@@ -1,6 +1,6 @@
 //! Native function tools for embedders: the definition (a name, a
 //! description, an input schema and an async Rust closure). Running one is
-//! [`crate::execution::function`].
+//! the execution layer's (`execution/function.rs`).
 //!
 //! A [`FunctionTool`] is an async Rust closure with a name, a description
 //! and an input schema. It goes through the same pipeline as a component:

@@ -64,7 +64,7 @@ pub struct Skill {
     pub dir: PathBuf,
     /// The files beside `SKILL.md`, relative to its folder, sorted.
     pub files: Vec<String>,
-    /// How many files were not listed past [`MAX_LISTED_FILES`].
+    /// How many files were left out of `files` (it lists a bounded number).
     pub unlisted: usize,
     /// The folder, opened once: every later read is relative to it.
     root: Dir,

@@ -22,7 +22,7 @@ pub enum Origin {
     /// [`FunctionTool`](super::function::FunctionTool) or a native middleware).
     Native,
     /// A tool of the upstream MCP server of this name (`[mcp_servers.NAME]`,
-    /// see [`super::upstream`]).
+    /// see [`Toolhost::offer_upstream_tools`](crate::Toolhost::offer_upstream_tools)).
     Mcp(String),
 }
 

@@ -3,10 +3,10 @@
 //! in the library so that any front end (the CLI, an MCP server) drives the
 //! same work queue over the same wire format.
 //!
-//! - [`wire`]: the JSON-lines format, one request per line in, one answer
-//!   per line out ([`CheckRequest`], [`decision_json`], [`error_json`]).
-//!   Pure: no I/O, no threads.
-//! - [`engine`]: the work queue ([`BatchChecker`]): worker threads each
+//! - the wire format (in `toolhost-core`): JSON lines, one request per
+//!   line in, one answer per line out ([`CheckRequest`], [`decision_json`],
+//!   [`error_json`]). Pure: no I/O, no threads.
+//! - `engine.rs`: the work queue ([`BatchChecker`]): worker threads each
 //!   keeping one decision instance per tool, answers written in input
 //!   order as soon as they are ready.
 //!
@@ -24,9 +24,8 @@
 //! The permission engine itself ([`crate::permission`]) stays pure: this
 //! module is where its decisions meet threads and streams.
 
-pub mod engine;
-/// The wire format (in `toolhost-core`, kept at this path).
-pub use toolhost_core::check_batch as wire;
+mod engine;
+use toolhost_core::check_batch as wire;
 
 pub use engine::{BatchChecker, BatchError};
 pub use wire::{CheckRequest, CheckRequestError, RulesJson, decision_json, error_json};

@@ -74,7 +74,7 @@ pub struct CallableTool(Box<dyn Callable>);
 
 impl CallableTool {
     /// Wraps an instance of some kind of tool.
-    pub fn new(instance: impl Callable + 'static) -> Self {
+    pub(crate) fn new(instance: impl Callable + 'static) -> Self {
         Self(Box::new(instance))
     }
 

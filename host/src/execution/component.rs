@@ -64,7 +64,7 @@ pub async fn load_component(
 /// [`load_component`] with the SHA-256 of `bytes` already known (the
 /// built-ins' hashes are computed at build time). With `first_use` at
 /// [`Tier::Baseline`], a component whose optimised code is not cached is
-/// compiled with the baseline compiler ([`Runtime::compile_first_use`]).
+/// compiled with the baseline compiler (the code of a first use).
 pub async fn load_component_with_hash(
     runtime: &Runtime,
     bytes: &[u8],
@@ -140,11 +140,12 @@ fn linked(runtime: &Runtime, component: &Component, label: &str) -> Result<(Tool
 /// empty cache gets baseline code), asks it for its metadata and checks that
 /// it reports the name it is registered under and the metadata its
 /// `metadata.json` carries.
+#[cfg(test)]
 pub async fn load_builtin(runtime: &Runtime, builtin: &Builtin) -> Result<LoadedTool, LoadError> {
     load_builtin_tiered(runtime, builtin).await.map(|(tool, _)| tool)
 }
 
-/// [`load_builtin`], saying which compiler's code the tool runs (baseline
+/// `load_builtin`, saying which compiler's code the tool runs (baseline
 /// code is worth optimising in a host that keeps running).
 pub async fn load_builtin_tiered(runtime: &Runtime, builtin: &Builtin) -> Result<(LoadedTool, Tier), LoadError> {
     let report = load_builtin_report(runtime, builtin).await?;
@@ -164,6 +165,7 @@ pub async fn load_builtin_tiered(runtime: &Runtime, builtin: &Builtin) -> Result
 /// Loads a built-in's component and asks it for its metadata, comparing
 /// it with nothing (the metadata test and its `TOOLHOST_BLESS_METADATA`
 /// rewrite use this).
+#[cfg(test)]
 pub async fn load_builtin_unchecked(runtime: &Runtime, builtin: &Builtin) -> Result<LoadedTool, LoadError> {
     load_builtin_report(runtime, builtin).await.map(|report| report.tool)
 }

@@ -89,18 +89,6 @@ impl ToolInstance {
         data.deadline = deadline;
     }
 
-    /// Whether a guest entry of this instance trapped or timed out; such an
-    /// instance cannot be entered again (callers that keep instances, like
-    /// `toolhost check --batch`, replace it).
-    pub fn failed(&self) -> bool {
-        self.failed
-    }
-
-    /// Whether the output cap cut this call's output.
-    pub fn output_truncated(&self) -> bool {
-        self.store.data().sink.truncated()
-    }
-
     /// Turns the outcome of a guarded guest entry into a value or a
     /// [`GuestFailure`] naming the cause.
     fn settle<T>(&mut self, result: Option<wasmtime::Result<T>>, deadline: &Deadline) -> Result<T, GuestFailure> {

@@ -19,5 +19,3 @@ pub mod loaded;
 pub(crate) mod meta;
 pub mod middleware;
 pub mod upstream;
-
-pub use callable::CallableTool;

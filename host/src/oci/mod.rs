@@ -9,16 +9,15 @@
 //! - `signature.rs`: the cosign signature formats, signing and verifying.
 //! - `resolve.rs`: the trust rules from a `plugins` entry to a file.
 
-pub mod credentials;
+pub(crate) mod credentials;
 pub mod registry;
 pub mod resolve;
 pub mod signature;
-pub mod store;
+pub(crate) mod store;
 
 use anyhow::Result;
-
-pub use registry::{Registry, RegistryOptions};
-pub use resolve::{Resolved, Resolver};
+use registry::RegistryOptions;
+use resolve::{Resolved, Resolver};
 
 use crate::lockfile::LockFile;
 use crate::settings::Settings;

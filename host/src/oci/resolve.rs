@@ -66,7 +66,7 @@ impl Resolver {
     }
 
     /// The content store.
-    pub fn store(&self) -> &Store {
+    pub(crate) fn store(&self) -> &Store {
         &self.store
     }
 

@@ -45,7 +45,7 @@ impl GuestFailure {
     /// Classifies a wasmtime error from a guest call. `stderr_tail` is what
     /// the guest last wrote to stderr; `timed_out` says the host deadline
     /// has passed.
-    pub fn classify(
+    pub(crate) fn classify(
         err: &wasmtime::Error,
         stderr_tail: &str,
         timed_out: bool,

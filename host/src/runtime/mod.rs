@@ -41,7 +41,7 @@ pub struct RuntimeOptions {
     /// Where compiled components are cached; `None` disables the cache.
     pub cache_dir: Option<std::path::PathBuf>,
     /// The most the cache folder may hold, in bytes (default
-    /// [`cache::DEFAULT_MAX_BYTES`]); the least recently used entries go.
+    /// 1 GiB); the least recently used entries go.
     pub cache_max_bytes: Option<u64>,
     /// Per-call limits (the memory cap also sizes the pooling allocator).
     pub limits: Limits,
@@ -63,7 +63,8 @@ impl RuntimeOptions {
     }
 }
 
-/// One wasmtime engine with its linkers and compile cache.
+/// The WebAssembly engine (wasmtime) with its compile cache: it compiles
+/// components, and runs their calls for a host under the per-call limits.
 pub struct Runtime {
     engine: Engine,
     tool_linker: Linker<CallState>,
@@ -141,18 +142,19 @@ impl Runtime {
     }
 
     /// The engine.
-    pub fn engine(&self) -> &Engine {
+    pub(crate) fn engine(&self) -> &Engine {
         &self.engine
     }
 
     /// The linker for the `tool-component` world.
-    pub fn tool_linker(&self) -> &Linker<CallState> {
+    #[cfg(test)]
+    pub(crate) fn tool_linker(&self) -> &Linker<CallState> {
         &self.tool_linker
     }
 
     /// The `tool-component` linker of the engine that compiled `component`
     /// (the optimising one, or the baseline one for a first use).
-    pub fn tool_linker_for(&self, component: &Component) -> &Linker<CallState> {
+    pub(crate) fn tool_linker_for(&self, component: &Component) -> &Linker<CallState> {
         match self.baseline.get() {
             Some(Some(b)) if Engine::same(component.engine(), &b.engine) => &b.tool_linker,
             _ => &self.tool_linker,
@@ -160,7 +162,7 @@ impl Runtime {
     }
 
     /// The linker for the `middleware-component` world.
-    pub fn middleware_linker(&self) -> &Linker<CallState> {
+    pub(crate) fn middleware_linker(&self) -> &Linker<CallState> {
         &self.middleware_linker
     }
 
@@ -172,13 +174,13 @@ impl Runtime {
     /// The limits of the metadata probe (a component's `metadata` or a
     /// middleware's `info`, called once at load with no grants): the
     /// configured limits, with the time limit at most [`PROBE_TIMEOUT_MS`].
-    pub fn probe_limits(&self) -> Limits {
+    pub(crate) fn probe_limits(&self) -> Limits {
         Limits { timeout_ms: self.limits.timeout_ms.min(PROBE_TIMEOUT_MS), ..self.limits }
     }
 
     /// Whether every compile is optimised ([`RuntimeOptions::always_optimise`]):
     /// no baseline code for a first use.
-    pub fn always_optimise(&self) -> bool {
+    pub(crate) fn always_optimise(&self) -> bool {
         self.options.always_optimise
     }
 
@@ -189,7 +191,7 @@ impl Runtime {
 
     /// Compiles a component with the optimising compiler, through the cache
     /// when there is one. `label` names it in [`CompileEvent`]s.
-    pub fn compile(&self, bytes: &[u8], label: &str) -> Result<(Component, CacheOutcome)> {
+    pub(crate) fn compile(&self, bytes: &[u8], label: &str) -> Result<(Component, CacheOutcome)> {
         let compile = || self.observed(label, Tier::Optimised, || Component::new(&self.engine, bytes));
         match &self.cache {
             Some(cache) => cache.get_or_compile(&self.engine, bytes, compile),
@@ -201,7 +203,7 @@ impl Runtime {
     /// code when the cache has it, otherwise (unless
     /// [`RuntimeOptions::always_optimise`]) baseline code, which compiles
     /// several times faster; then [`Runtime::optimise`] is worth calling.
-    pub fn compile_first_use(&self, bytes: &[u8], label: &str) -> Result<(Component, CacheOutcome, Tier)> {
+    pub(crate) fn compile_first_use(&self, bytes: &[u8], label: &str) -> Result<(Component, CacheOutcome, Tier)> {
         if self.options.always_optimise {
             return self.compile(bytes, label).map(|(c, outcome)| (c, outcome, Tier::Optimised));
         }
@@ -226,7 +228,7 @@ impl Runtime {
     /// (and [`RuntimeOptions::always_optimise`] off), else the baseline code
     /// an earlier first use stored. `None` when neither is there (or there
     /// is no cache): the component needs a compile.
-    pub fn cached(&self, bytes: &[u8], first_use: Tier) -> Option<(Component, Tier)> {
+    pub(crate) fn cached(&self, bytes: &[u8], first_use: Tier) -> Option<(Component, Tier)> {
         let cache = self.cache.as_ref()?;
         if let (Some(component), _) = cache.lookup(&self.engine, bytes) {
             return Some((component, Tier::Optimised));
@@ -244,7 +246,7 @@ impl Runtime {
     /// low-priority threads of [`background`] so that calls served
     /// meanwhile take the cores first. Blocking: run it on a thread of its
     /// own.
-    pub fn compile_in_background(
+    pub(crate) fn compile_in_background(
         &self,
         bytes: &[u8],
         label: &str,
@@ -260,6 +262,17 @@ impl Runtime {
     /// a cache).
     pub fn is_optimised_cached(&self, bytes: &[u8]) -> bool {
         self.cache.as_ref().is_some_and(|cache| cache.entry_path(bytes).is_file())
+    }
+
+    /// Compiles `bytes` into the cache, running no guest code: with
+    /// `first_use` at [`Tier::Optimised`] the optimised code every later
+    /// load uses, at [`Tier::Baseline`] what a host's first use of it would
+    /// compile. On the low-priority threads, as a host compiles a plugin in
+    /// the background. Returns what the cache did and whose code it holds
+    /// now. Blocking: run it off the async threads.
+    pub fn precompile(&self, bytes: &[u8], label: &str, first_use: Tier) -> Result<(CacheOutcome, Tier)> {
+        let (_, outcome, tier) = self.compile_in_background(bytes, label, first_use)?;
+        Ok((outcome, tier))
     }
 
     /// Compiles `bytes` with the optimising compiler into the cache, unless

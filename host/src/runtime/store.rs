@@ -13,7 +13,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use super::{EPOCH_TICK, Limits, Runtime};
 use crate::backend::Backend;
 use crate::capability::Grants;
-use crate::response::{BLOCK_COST, CHUNK_COST, Chunk, ContentBlock, ResultState, json_len};
+use crate::response::{BLOCK_COST, CHUNK_COST, Chunk, ContentBlock, json_len};
 use crate::state::AgentState;
 
 /// How much of a guest's stderr is kept (panic messages end up there).
@@ -156,11 +156,6 @@ impl OutputSink {
         chunk.content = kept;
         let sent = self.tx.send(chunk).await.is_ok();
         sent && !self.truncated
-    }
-
-    /// Sends a chunk that bypasses the cap (host-made error notes).
-    pub async fn emit_note(&mut self, text: String, state: ResultState) {
-        let _ = self.tx.send(Chunk::text(text, state)).await;
     }
 }
 

@@ -222,7 +222,7 @@ impl Metrics {
 
     /// The series of `tool` (a registered name or
     /// [`super::UNKNOWN_TOOL`]).
-    pub fn tool(&self, tool: &str) -> Arc<ToolMetrics> {
+    pub(crate) fn tool(&self, tool: &str) -> Arc<ToolMetrics> {
         if let Some(series) = self.tools.read_unpoisoned().get(tool) {
             return series.clone();
         }

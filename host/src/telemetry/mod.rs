@@ -16,10 +16,10 @@
 //! grow the label set or put its text in a metric.
 
 mod export;
-pub mod metrics;
+pub(crate) mod metrics;
 mod metrics_otlp;
 mod otlp;
-pub mod trace;
+pub(crate) mod trace;
 
 use std::sync::Arc;
 
@@ -28,7 +28,8 @@ use opentelemetry_sdk::Resource;
 
 pub use metrics::Metrics;
 pub use toolhost_core::telemetry::TelemetrySettings;
-pub use trace::{CallTrace, Child, TraceParent, Tracing};
+pub use trace::TraceParent;
+use trace::Tracing;
 
 /// The label and span name part of a tool the host does not know.
 pub const UNKNOWN_TOOL: &str = "(unknown)";
@@ -68,7 +69,7 @@ impl Telemetry {
     }
 
     /// The tracer, when traces are configured.
-    pub fn tracing(&self) -> Option<&Tracing> {
+    pub(crate) fn tracing(&self) -> Option<&Tracing> {
         self.tracing.as_ref()
     }
 

@@ -77,11 +77,6 @@ impl Tracing {
         Tracing { tracer, children, record_input: settings.record_input }
     }
 
-    /// Whether input and output are recorded (redacted) on call spans.
-    pub fn records_input(&self) -> bool {
-        self.record_input
-    }
-
     /// Starts the span of a call of `tool` (a registered name or
     /// [`super::UNKNOWN_TOOL`]), a child of `parent` when the caller sent
     /// its trace context.

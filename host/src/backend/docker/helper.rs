@@ -4,7 +4,7 @@
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::BackendError;
@@ -57,11 +57,6 @@ impl HelperFile {
     /// The executable.
     pub fn path(&self) -> PathBuf {
         self.dir.join("helper")
-    }
-
-    /// The folder holding it.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 }
 

@@ -75,7 +75,6 @@ type Routes = Arc<Mutex<Commands>>;
 pub struct Session {
     /// The container's id.
     pub id: String,
-    docker: Docker,
     requests: mpsc::UnboundedSender<Vec<u8>>,
     routes: Routes,
     alive: Arc<AtomicBool>,
@@ -128,8 +127,7 @@ impl Session {
         let alive = Arc::new(AtomicBool::new(true));
         let (ready_tx, ready_rx) = oneshot::channel();
         tokio::spawn(read(attached.output, routes.clone(), alive.clone(), ready_tx, docker.clone(), id.clone()));
-        let session =
-            Arc::new(Self { id: id.clone(), docker: docker.clone(), requests, routes, alive, next: AtomicU32::new(1) });
+        let session = Arc::new(Self { id: id.clone(), requests, routes, alive, next: AtomicU32::new(1) });
         match tokio::time::timeout(READY_TIMEOUT, ready_rx).await {
             Ok(Ok(())) => Ok(session),
             Ok(Err(_)) => {
@@ -153,11 +151,6 @@ impl Session {
     /// Whether the helper still serves.
     pub fn is_alive(&self) -> bool {
         self.alive.load(Ordering::Acquire)
-    }
-
-    /// The engine client.
-    pub fn docker(&self) -> &Docker {
-        &self.docker
     }
 
     /// Registers a new command: its id, its fresh nonce, and where its

@@ -28,7 +28,7 @@ pub struct LoadedMiddleware {
 }
 
 /// Checks, compiles and introspects a middleware component (calling its
-/// `info` with no grants under [`Runtime::probe_limits`]).
+/// `info` with no grants and the probe's shorter time limit).
 pub async fn load_middleware_component(
     runtime: &Runtime,
     bytes: &[u8],

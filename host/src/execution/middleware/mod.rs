@@ -51,21 +51,20 @@
 //! settings: a component reads them as JSON from `TOOLHOST_TOOL_CONFIG`,
 //! the way a tool reads `[tools.NAME]`.
 //!
-//! **Modules.** [`native`] (the Rust API), [`registry`] (loaded middleware
-//! and attachments, swapped atomically), [`failure`] (what went wrong and
-//! whom to blame), [`chain`] (one call's chain) and [`loader`] (checking a
-//! component and asking it for its `info`). The settings data type lives
-//! with the other settings ([`crate::settings::MiddlewareSettings`]).
+//! **Parts.** `native` (the Rust API: [`NativeMiddleware`], [`Next`]),
+//! `registry` (loaded middleware and attachments, swapped atomically),
+//! `failure` (what went wrong and whom to blame), `chain` (one call's
+//! chain) and `loader` (checking a component and asking it for its
+//! `info`). The settings data type lives with the other settings
+//! ([`crate::settings::MiddlewareSettings`]).
 
-pub mod chain;
-pub mod failure;
-pub mod loader;
-pub mod native;
-pub mod registry;
+pub(crate) mod chain;
+pub(crate) mod failure;
+pub(crate) mod loader;
+pub(crate) mod native;
+pub(crate) mod registry;
 
 pub use failure::{CallFailure, MiddlewareFault};
 pub use loader::{LoadedMiddleware, load_middleware_component};
 pub use native::{InnerStream, MiddlewareOutput, NativeMiddleware, Next};
 pub use registry::MiddlewareInfo;
-
-pub use crate::settings::{EVERY_TOOL, MiddlewareSettings};

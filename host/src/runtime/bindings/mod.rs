@@ -171,6 +171,7 @@ impl ToolPre {
     }
 
     /// The WIT version the component was built against.
+    #[cfg(test)]
     pub fn version(&self) -> WitVersion {
         match self.0 {
             ToolPreInner::V0_1_0(_) => WitVersion::V0_1_0,
