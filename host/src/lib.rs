@@ -82,6 +82,15 @@ pub mod reload {
 pub mod loading {
     pub use crate::toolhost::loading::{FailedLoad, LoadFailures, PendingLoad};
 }
+/// The four services a [`Toolhost`] composes (see `docs/architecture.md`):
+/// [`services::Catalog`] (what is loaded), [`services::Permissions`] (what
+/// a call may do), [`services::Pipeline`] (one call, request to response)
+/// and [`services::States`] (which agent state a call uses), reached by
+/// [`Toolhost::catalog`], [`Toolhost::permissions`],
+/// [`Toolhost::pipeline`] and [`Toolhost::states`].
+pub mod services {
+    pub use crate::toolhost::{Catalog, Permissions, Pipeline, States};
+}
 /// A serving host among a deployment's replicas: its heartbeat in a
 /// [`coordination::ReplicaRegistry`] ([`Toolhost::announce`]).
 pub mod presence {
@@ -118,8 +127,8 @@ pub use events::{CallEvent, CallStream, ExternalCall, Outcome, PermissionAnswer,
 pub use execution::callable::CallableTool;
 pub use execution::upstream::UpstreamServer;
 pub use toolhost::{
-    AttachError, BACKGROUND_LOAD_BYTES, BuildError, CallRequest, ExternalResult, ExternalResultError, ListToolsError,
-    RUNNING_CALLS, ReplaceError, Replacement, Toolhost, ToolhostBuilder, UPSTREAM_RELIST_INTERVAL, UpstreamRetry,
-    UpstreamStart, tool_error_text,
+    AttachError, BACKGROUND_LOAD_BYTES, BuildError, CallRequest, ExternalResult, ExternalResultError, InstanceError,
+    ListToolsError, RUNNING_CALLS, RememberError, ReplaceError, Replacement, Toolhost, ToolhostBuilder,
+    UPSTREAM_RELIST_INTERVAL, UpstreamRetry, UpstreamStart, WatchError, tool_error_text,
 };
 pub use types::ToolError;
