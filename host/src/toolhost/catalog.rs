@@ -102,7 +102,8 @@ impl Catalog {
         })
     }
 
-    /// This catalog as an `Arc`, for work that outlives a borrow of it.
+    /// A weak handle on this catalog, for work that outlives a borrow of
+    /// it (background loads end when the catalog does).
     pub(super) fn me(&self) -> Weak<Catalog> {
         self.me.clone()
     }
