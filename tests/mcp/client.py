@@ -372,6 +372,7 @@ async def scenario_load(opts, p):
     `kinds` limits the calls to those kinds (the index modulo 6 above);
     `until` (a path) keeps calling past `calls` until that file exists;
     `started` (a path) is written once `calls` calls are done;
+    `progress` (a path) holds the number of calls done so far;
     `outage` (true while the state store may be down) takes a call that
     ends with the store's error as refused, not wrong, and lists the
     subjects of refused creations in `refused_subjects`."""
@@ -466,6 +467,9 @@ async def scenario_load(opts, p):
                             raise
                         out["wrong"].append(f"call {i} raised {e!r}: {getattr(e, 'data', None)}")
                     after["done"] += 1
+                    if p.get("progress"):
+                        with open(p["progress"], "w") as f:
+                            f.write(str(after["done"]))
                     if p.get("started") and after["done"] == p["calls"]:
                         open(p["started"], "w").close()
 
