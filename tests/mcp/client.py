@@ -468,8 +468,11 @@ async def scenario_load(opts, p):
                         out["wrong"].append(f"call {i} raised {e!r}: {getattr(e, 'data', None)}")
                     after["done"] += 1
                     if p.get("progress"):
-                        with open(p["progress"], "w") as f:
+                        # Replaced whole, so a reader never sees a half-written count.
+                        partial = p["progress"] + ".tmp"
+                        with open(partial, "w") as f:
                             f.write(str(after["done"]))
+                        os.replace(partial, p["progress"])
                     if p.get("started") and after["done"] == p["calls"]:
                         open(p["started"], "w").close()
 
